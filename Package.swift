@@ -1,0 +1,53 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "netdevd",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "MobiusCore", targets: ["MobiusCore"]),
+        .library(name: "MobiusTest", targets: ["MobiusTest"]),
+        .executable(name: "mobius-counter", targets: ["MobiusCounter"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.10.0"),
+        .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
+    ],
+    targets: [
+        .target(
+            name: "MobiusCore",
+            dependencies: [.product(name: "CasePaths", package: "swift-case-paths")],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "MobiusTest",
+            dependencies: [
+                "MobiusCore",
+                .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "MobiusCounter",
+            dependencies: ["MobiusCore"],
+            path: "Examples/Counter",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MobiusCoreTests",
+            dependencies: ["MobiusCore", "MobiusTest", .product(name: "CasePaths", package: "swift-case-paths")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "MobiusTestTests",
+            dependencies: ["MobiusCore", "MobiusTest"],
+            swiftSettings: strict
+        ),
+    ]
+)

@@ -1,0 +1,120 @@
+public import CasePaths
+
+/// Routes each effect to the one handler that takes it, and is the loop's effect handler via ``asConnectable``.
+///
+/// ```swift
+/// let router = EffectRouter<Effect, Event>()
+///     .routeCase(\.log).to { line in print(line) }
+///     .routeCase(\.load).to(loader)
+///     .routeEffects(equalTo: .exit).on(queue: .main).to { _ in exit(0) }
+/// ```
+///
+/// Contract: each effect must be taken by exactly one route; an effect matched by none or by several is a
+/// programming error reported to ``MobiusHooks``. Routes are tried in the order they were added. Disposing the
+/// connection disconnects every handler: effects still running are cancelled (their ``Disposable`` disposed,
+/// their callbacks ended, their tasks cancelled) and nothing they send afterwards reaches the loop.
+public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
+    private let routes: [Route<Effect, Event>]
+
+    /// A router with no routes.
+    public init() {
+        routes = []
+    }
+
+    init(routes: [Route<Effect, Event>]) {
+        self.routes = routes
+    }
+
+    /// Routes the effects for which `extractParameters` returns parameters; the handler receives those.
+    public func routeEffects<EffectParameters>(
+        withParameters extractParameters: @escaping @Sendable (Effect) -> EffectParameters?
+    ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
+        _PartialEffectRouter(routes: routes, extractParameters: extractParameters, hop: nil)
+    }
+
+    /// Routes the effects of one enum case, named by its case key path (`\.load`); the handler receives the
+    /// case's associated value.
+    public func routeCase<EffectParameters>(
+        _ enumCase: CaseKeyPath<Effect, EffectParameters>
+    ) -> _PartialEffectRouter<Effect, EffectParameters, Event> where Effect: CasePathable {
+        let casePath = UncheckedCaseKeyPath(enumCase)
+        return routeEffects(withParameters: { effect in effect[case: casePath.keyPath] })
+    }
+
+    /// Routes the effects of one enum case, named by a case path (`/Effect.load` or `AnyCasePath`); the handler
+    /// receives the case's associated value.
+    public func routeCase<EffectParameters>(
+        _ enumCase: AnyCasePath<Effect, EffectParameters>
+    ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
+        routeEffects(withParameters: { effect in enumCase.extract(from: effect) })
+    }
+
+    /// Connects every route's handler; the result accepts effects and sends the handlers' events to `consumer`.
+    public var asConnectable: AnyConnectable<Effect, Event> {
+        let routes = self.routes
+        return AnyConnectable { consumer in
+            let disconnected = AtomicFlag()
+            let output: Consumer<Event> = { event in
+                if !disconnected.isSet {
+                    consumer(event)
+                }
+            }
+            let connections = routes.map { $0.connect(output) }
+            return Connection(
+                acceptClosure: { effect in
+                    guard !disconnected.isSet else { return }
+                    Self.dispatch(effect, to: connections)
+                },
+                disposeClosure: {
+                    disconnected.set()
+                    for connection in connections {
+                        connection.dispose()
+                    }
+                }
+            )
+        }
+    }
+
+    func adding(_ route: Route<Effect, Event>) -> EffectRouter {
+        EffectRouter(routes: routes + [route])
+    }
+
+    private static func dispatch(_ effect: Effect, to connections: [RouteConnection<Effect>]) {
+        var handledBy: Int?
+        for index in connections.indices {
+            if handledBy == nil {
+                if connections[index].handleIfMatches(effect) {
+                    handledBy = index
+                }
+            } else if connections[index].matches(effect) {
+                let count = connections.indices.filter { connections[$0].matches(effect) }.count
+                MobiusHooks.errorHandler("Error: \(count) EffectHandlers could be found for effect: \(effect)", #file, #line)
+            }
+        }
+        if handledBy == nil {
+            MobiusHooks.errorHandler("Error: 0 EffectHandlers could be found for effect: \(effect)", #file, #line)
+        }
+    }
+}
+
+extension EffectRouter where Effect: Equatable {
+    /// Routes the effects equal to `constant`; the handler receives the effect itself.
+    public func routeEffects(equalTo constant: Effect) -> _PartialEffectRouter<Effect, Effect, Event> {
+        routeEffects(withParameters: { effect in effect == constant ? effect : nil })
+    }
+
+    /// Routes the effects equal to `enumCase`, a case without associated values; the handler receives `()`.
+    public func routeCase(_ enumCase: Effect) -> _PartialEffectRouter<Effect, Void, Event> {
+        routeEffects(withParameters: { effect in effect == enumCase ? () : nil })
+    }
+}
+
+/// Case key paths are immutable values that Swift does not yet mark `Sendable`; this wrapper lets a router
+/// (which crosses threads) hold one. `@unchecked Sendable`: the key path is never mutated after creation.
+private struct UncheckedCaseKeyPath<Root, Value>: @unchecked Sendable {
+    let keyPath: CaseKeyPath<Root, Value>
+
+    init(_ keyPath: CaseKeyPath<Root, Value>) {
+        self.keyPath = keyPath
+    }
+}

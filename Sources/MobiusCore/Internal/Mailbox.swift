@@ -1,0 +1,98 @@
+import Dispatch
+import Synchronization
+
+/// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
+///
+/// A flood of values costs one `async` per batch rather than one per value, so memory grows by the size of the
+/// values alone and the receiving queue stays free for other work between batches. One batch is delivered at a
+/// time, so the consumer is never called concurrently, even on a concurrent queue.
+///
+/// A mailbox starts closed to delivery: values posted before `open(deliver:)` are held and delivered first.
+/// After `close()` everything pending or posted later is dropped.
+final class Mailbox<Value: Sendable>: Sendable {
+    private struct State: Sendable {
+        var pending: [Value] = []
+        var spare: [Value] = []
+        var deliver: (@Sendable (Value) -> Void)?
+        var scheduled = false
+        var closed = false
+    }
+
+    private let queue: DispatchQueue
+    private let state = Mutex(State())
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    /// Starts delivering to `deliver`, values held so far first.
+    func open(deliver: @escaping @Sendable (Value) -> Void) {
+        let schedule = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.deliver = deliver
+            return scheduleIfNeeded(&state)
+        }
+        if schedule {
+            queue.async { self.drainOneBatch() }
+        }
+    }
+
+    /// Queues `value` for delivery; dropped when the mailbox is closed.
+    func post(_ value: Value) {
+        let schedule = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            state.pending.append(value)
+            return scheduleIfNeeded(&state)
+        }
+        if schedule {
+            queue.async { self.drainOneBatch() }
+        }
+    }
+
+    /// Drops what is pending and refuses what comes later. Idempotent.
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.pending = []
+            state.deliver = nil
+        }
+    }
+
+    private func scheduleIfNeeded(_ state: inout State) -> Bool {
+        guard !state.scheduled, state.deliver != nil, !state.pending.isEmpty else { return false }
+        state.scheduled = true
+        return true
+    }
+
+    private func drainOneBatch() {
+        let taken = state.withLock { state -> (batch: [Value], deliver: @Sendable (Value) -> Void)? in
+            guard let deliver = state.deliver, !state.closed else {
+                state.scheduled = false
+                return nil
+            }
+            let batch = state.pending
+            state.pending = state.spare
+            state.spare = []
+            return (batch, deliver)
+        }
+        guard let taken else { return }
+        var batch = taken.batch
+        for value in batch {
+            taken.deliver(value)
+        }
+        batch.removeAll(keepingCapacity: true)
+        let again = state.withLock { state -> Bool in
+            if state.spare.capacity < batch.capacity {
+                state.spare = batch
+            }
+            guard !state.closed, !state.pending.isEmpty else {
+                state.scheduled = false
+                return false
+            }
+            return true
+        }
+        if again {
+            queue.async { self.drainOneBatch() }
+        }
+    }
+}

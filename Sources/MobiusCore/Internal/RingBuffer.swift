@@ -1,0 +1,52 @@
+/// A FIFO queue on a growable circular buffer: O(1) append and removal at the front, no reallocation once it has
+/// grown to the high-water mark of its use.
+struct RingBuffer<Element> {
+    private var storage: ContiguousArray<Element?> = []
+    private var head = 0
+    private(set) var count = 0
+
+    var isEmpty: Bool { count == 0 }
+
+    mutating func append(_ element: Element) {
+        if count == storage.count {
+            grow()
+        }
+        var tail = head + count
+        if tail >= storage.count {
+            tail -= storage.count
+        }
+        storage[tail] = element
+        count += 1
+    }
+
+    mutating func popFirst() -> Element? {
+        guard count > 0 else { return nil }
+        let element = storage[head].take()
+        head += 1
+        if head == storage.count {
+            head = 0
+        }
+        count -= 1
+        return element
+    }
+
+    mutating func removeAll() {
+        while popFirst() != nil {}
+        head = 0
+    }
+
+    private mutating func grow() {
+        let newCapacity = Swift.max(16, storage.count * 2)
+        var grown = ContiguousArray<Element?>()
+        grown.reserveCapacity(newCapacity)
+        while let element = popFirst() {
+            grown.append(element)
+        }
+        count = grown.count
+        grown.append(contentsOf: repeatElement(nil, count: newCapacity - grown.count))
+        storage = grown
+        head = 0
+    }
+}
+
+extension RingBuffer: Sendable where Element: Sendable {}
