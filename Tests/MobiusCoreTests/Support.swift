@@ -1,0 +1,65 @@
+import Dispatch
+import Foundation
+import MobiusCore
+import Synchronization
+
+/// A thread-safe list of what happened, in the order it happened.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func record(_ value: Value) {
+        values.withLock { $0.append(value) }
+    }
+
+    var all: [Value] {
+        values.withLock { $0 }
+    }
+
+    var count: Int {
+        values.withLock { $0.count }
+    }
+}
+
+/// Waits (polling) until `condition` holds or `timeout` passes; returns whether it held.
+func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(1_000)
+    }
+    return condition()
+}
+
+/// Waits until every block queued so far on `queue` has run.
+func drain(_ queue: DispatchQueue) {
+    queue.sync {}
+}
+
+private let misuseGate = Mutex<Void>(())
+
+/// Runs `body` on a thread of its own with a recording ``MobiusHooks`` error handler installed, and returns the
+/// message reported, or `nil` when `body` finishes without a misuse.
+///
+/// The error handler must not return, so the thread that reports a misuse is parked for good; each misuse test
+/// uses objects of its own, so nothing else waits on that thread. Misuse checks run one at a time because the
+/// error handler is process-wide.
+func misuseMessage(of body: @escaping @Sendable () -> Void) -> String? {
+    misuseGate.withLock { _ in
+        let reported = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        MobiusHooks.setErrorHandler { message, _, _ in
+            reported.withLock { $0 = message }
+            done.signal()
+            while true {
+                sleep(3600)
+            }
+        }
+        defer { MobiusHooks.setDefaultErrorHandler() }
+        Thread.detachNewThread {
+            body()
+            done.signal()
+        }
+        done.wait()
+        return reported.withLock { $0 }
+    }
+}
