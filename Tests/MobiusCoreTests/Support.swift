@@ -30,6 +30,17 @@ func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
     return condition()
 }
 
+/// Waits (polling, without blocking a thread of the concurrency pool) until `condition` holds or `timeout`
+/// passes; returns whether it held. Tests that need tasks to run use this one.
+func eventually(timeout: Double = 5, _ condition: () -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
 /// Waits until every block queued so far on `queue` has run.
 func drain(_ queue: DispatchQueue) {
     queue.sync {}
