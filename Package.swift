@@ -30,6 +30,8 @@ let package = Package(
             dependencies: [
                 "MobiusCore",
                 .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
+                // Lets IssueReporting reach Swift Testing and XCTest, whichever runs the test.
+                .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
             ],
             swiftSettings: strict
         ),

@@ -14,21 +14,21 @@ public func assertThatFirst<Model, Effect>(
 /// Passes when the loop starts from exactly `expected`; a failure shows the difference.
 public func hasModel<Model: Equatable, Effect>(
     _ expected: Model,
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> FirstPredicate<Model, Effect> {
     { first in modelMatches(expected: expected, actual: first.model, file: file, line: line) }
 }
 
 /// Passes when the loop starts with no effects.
-public func hasNoEffects<Model, Effect>(file: StaticString = #filePath, line: UInt = #line) -> FirstPredicate<Model, Effect> {
+public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> FirstPredicate<Model, Effect> {
     { first in effectsAreEmpty(first.effects, file: file, line: line) }
 }
 
 /// Passes when every effect in `expected` is among the first effects (others may be there too).
 public func hasEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> FirstPredicate<Model, Effect> {
     { first in effectsContain(first.effects, expected, file: file, line: line) }
@@ -37,7 +37,7 @@ public func hasEffects<Model, Effect: Equatable>(
 /// Passes when the first effects are exactly those in `expected`, in any order.
 public func hasOnlyEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> FirstPredicate<Model, Effect> {
     { first in effectsAreOnly(first.effects, expected, file: file, line: line) }
@@ -46,7 +46,7 @@ public func hasOnlyEffects<Model, Effect: Equatable>(
 /// Passes when the first effects are `expected`, in the same order.
 public func hasExactlyEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> FirstPredicate<Model, Effect> {
     { first in effectsAreExactly(first.effects, expected, file: file, line: line) }

@@ -13,7 +13,7 @@ public func assertThatNext<Model, Event, Effect>(
 }
 
 /// Passes when the update produced neither a model nor effects.
-public func hasNothing<Model, Effect>(file: StaticString = #filePath, line: UInt = #line) -> NextPredicate<Model, Effect> {
+public func hasNothing<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
     { next in
         if next.model == nil && next.effects.isEmpty { return .success }
         return .failure(message: "Expected no model and no effects, got \(String(reflecting: next))", file: file, line: line)
@@ -21,7 +21,7 @@ public func hasNothing<Model, Effect>(file: StaticString = #filePath, line: UInt
 }
 
 /// Passes when the update produced no new model.
-public func hasNoModel<Model, Effect>(file: StaticString = #filePath, line: UInt = #line) -> NextPredicate<Model, Effect> {
+public func hasNoModel<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
     { next in
         guard let model = next.model else { return .success }
         return .failure(message: "Expected no model, got \(String(reflecting: model))", file: file, line: line)
@@ -29,7 +29,7 @@ public func hasNoModel<Model, Effect>(file: StaticString = #filePath, line: UInt
 }
 
 /// Passes when the update produced some new model.
-public func hasModel<Model, Effect>(file: StaticString = #filePath, line: UInt = #line) -> NextPredicate<Model, Effect> {
+public func hasModel<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
     { next in
         next.model == nil ? .failure(message: "Expected a model, got none", file: file, line: line) : .success
     }
@@ -38,7 +38,7 @@ public func hasModel<Model, Effect>(file: StaticString = #filePath, line: UInt =
 /// Passes when the update produced exactly `expected` as its new model; a failure shows the difference.
 public func hasModel<Model: Equatable, Effect>(
     _ expected: Model,
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> NextPredicate<Model, Effect> {
     { next in
@@ -50,14 +50,14 @@ public func hasModel<Model: Equatable, Effect>(
 }
 
 /// Passes when the update produced no effects.
-public func hasNoEffects<Model, Effect>(file: StaticString = #filePath, line: UInt = #line) -> NextPredicate<Model, Effect> {
+public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
     { next in effectsAreEmpty(next.effects, file: file, line: line) }
 }
 
 /// Passes when every effect in `expected` is among the effects produced (others may be there too).
 public func hasEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> NextPredicate<Model, Effect> {
     { next in effectsContain(next.effects, expected, file: file, line: line) }
@@ -66,7 +66,7 @@ public func hasEffects<Model, Effect: Equatable>(
 /// Passes when the effects produced are exactly those in `expected`, in any order.
 public func hasOnlyEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> NextPredicate<Model, Effect> {
     { next in effectsAreOnly(next.effects, expected, file: file, line: line) }
@@ -75,7 +75,7 @@ public func hasOnlyEffects<Model, Effect: Equatable>(
 /// Passes when the effects produced are `expected`, in the same order.
 public func hasExactlyEffects<Model, Effect: Equatable>(
     _ expected: [Effect],
-    file: StaticString = #filePath,
+    file: StaticString = #file,
     line: UInt = #line
 ) -> NextPredicate<Model, Effect> {
     { next in effectsAreExactly(next.effects, expected, file: file, line: line) }

@@ -16,9 +16,10 @@ public typealias Predicate<T> = (T) -> PredicateResult
 public typealias AssertionFailure = (String, StaticString, UInt) -> Void
 
 /// Reports `message` as a test failure at `file`:`line` to the running test framework: Swift Testing's
-/// `Issue.record` inside a `@Test`, `XCTFail` inside an XCTest case.
+/// `Issue.record` inside a `@Test`, `XCTFail` inside an XCTest case. `file` is a `#file` (in Swift 6, a
+/// `#fileID` such as `MyTests/CounterTests.swift`), as the predicates' defaults give.
 public func reportTestFailure(_ message: String, file: StaticString, line: UInt) {
-    reportIssue(message, fileID: file, filePath: file, line: line, column: 0)
+    reportIssue(message, fileID: file, filePath: file, line: line, column: 1)
 }
 
 /// Runs every predicate on `value` and reports each failure, so one run shows all that is wrong.

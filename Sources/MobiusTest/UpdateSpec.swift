@@ -72,7 +72,7 @@ public struct UpdateSpec<Model, Event, Effect> {
         public func thenEachStep(
             _ assertions: Assert...,
             failFunction: AssertionFailure = reportTestFailure,
-            file: StaticString = #filePath,
+            file: StaticString = #file,
             line: UInt = #line
         ) {
             guard assertions.count == steps.count else {
