@@ -1,6 +1,8 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
+import class Foundation.ProcessInfo
+
 let strict: [SwiftSetting] = [
     .swiftLanguageMode(.v6),
     .enableUpcomingFeature("ExistentialAny"),
@@ -53,3 +55,20 @@ let package = Package(
         ),
     ]
 )
+
+// The benchmarks (Benchmarks/, ordo-one/benchmark) join the package only when NETDEVD_BENCHMARKS is set, so that
+// `make test` never builds the benchmark framework. `make benchmark` sets it.
+if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
+    package.dependencies.append(
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"])
+    )
+    package.targets.append(
+        .executableTarget(
+            name: "MobiusBenchmarks",
+            dependencies: ["MobiusCore", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/MobiusBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    )
+}

@@ -42,7 +42,9 @@ where Events.Element: Sendable {
 
 extension AnyEventSource where Event: Sendable {
     /// An event source over the elements of `events`, iterated in a task per subscription.
-    public convenience init<Events: AsyncSequence & Sendable>(_ events: Events, onError: (@Sendable (any Error) -> Event?)? = nil)
+    public convenience init<Events: AsyncSequence & Sendable>(
+        _ events: Events, onError: (@Sendable (any Error) -> Event?)? = nil
+    )
     where Events.Element == Event {
         self.init(AsyncSequenceEventSource(events, onError: onError))
     }

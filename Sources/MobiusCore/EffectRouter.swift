@@ -1,4 +1,5 @@
-public import CasePaths
+// Re-exported so that `@CasePathable` and `routeCase(\.caseName)` work with `import MobiusCore` alone.
+@_exported public import CasePaths
 
 /// Routes each effect to the one handler that takes it, and is the loop's effect handler via ``asConnectable``.
 ///
@@ -88,7 +89,8 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
                 }
             } else if connections[index].matches(effect) {
                 let count = connections.indices.filter { connections[$0].matches(effect) }.count
-                MobiusHooks.errorHandler("Error: \(count) EffectHandlers could be found for effect: \(effect)", #file, #line)
+                MobiusHooks.errorHandler(
+                    "Error: \(count) EffectHandlers could be found for effect: \(effect)", #file, #line)
             }
         }
         if handledBy == nil {

@@ -80,7 +80,9 @@ extension Mobius {
             start(from: initialModel, effects: effects, hop: nil)
         }
 
-        private func start(from initialModel: Model, effects: [Effect], hop: ConsumerTransformer<Event>?)
+        private func start(
+            from initialModel: Model, effects: [Effect], hop: ConsumerTransformer<Event>?
+        )
             -> MobiusLoop<Model, Event, Effect>
         {
             MobiusLoop(
@@ -97,7 +99,9 @@ extension Mobius {
 
         /// Starts a loop after running `initiate` (if any) on `model`, telling the logger about it. Events from
         /// event sources and effect handlers go through `hop` (the controller's way onto its queue).
-        func start(initiating model: Model, with initiate: Initiate<Model, Effect>?, hop: @escaping ConsumerTransformer<Event>)
+        func start(
+            initiating model: Model, with initiate: Initiate<Model, Effect>?, hop: @escaping ConsumerTransformer<Event>
+        )
             -> MobiusLoop<Model, Event, Effect>
         {
             let first: First<Model, Effect>

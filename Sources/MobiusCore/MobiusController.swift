@@ -137,7 +137,8 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     /// with an unknown id is a programming error.
     public func disconnectView(id: UUID, file: StaticString = #file, line: UInt = #line) {
         guard !running else {
-            MobiusHooks.errorHandler("\(Self.self): cannot disconnect a view while running; call stop first", file, line)
+            MobiusHooks.errorHandler(
+                "\(Self.self): cannot disconnect a view while running; call stop first", file, line)
         }
         let removed = state.withLock { state -> View? in
             guard let index = state.views.firstIndex(where: { $0.id == id }) else { return nil }

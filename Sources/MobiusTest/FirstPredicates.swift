@@ -21,7 +21,8 @@ public func hasModel<Model: Equatable, Effect>(
 }
 
 /// Passes when the loop starts with no effects.
-public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> FirstPredicate<Model, Effect> {
+public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> FirstPredicate<Model, Effect>
+{
     { first in effectsAreEmpty(first.effects, file: file, line: line) }
 }
 

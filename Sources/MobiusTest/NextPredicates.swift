@@ -16,7 +16,8 @@ public func assertThatNext<Model, Event, Effect>(
 public func hasNothing<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
     { next in
         if next.model == nil && next.effects.isEmpty { return .success }
-        return .failure(message: "Expected no model and no effects, got \(String(reflecting: next))", file: file, line: line)
+        return .failure(
+            message: "Expected no model and no effects, got \(String(reflecting: next))", file: file, line: line)
     }
 }
 
@@ -50,7 +51,8 @@ public func hasModel<Model: Equatable, Effect>(
 }
 
 /// Passes when the update produced no effects.
-public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect> {
+public func hasNoEffects<Model, Effect>(file: StaticString = #file, line: UInt = #line) -> NextPredicate<Model, Effect>
+{
     { next in effectsAreEmpty(next.effects, file: file, line: line) }
 }
 

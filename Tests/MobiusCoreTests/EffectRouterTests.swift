@@ -29,10 +29,14 @@ struct EffectRouterTests {
         let handled = Recorder<String>()
         let router = EffectRouter<RouterEffect, String>()
             .routeCase(\.log).to { line in handled.record("log \(line)") }
-            .routeCase(AnyCasePath(embed: RouterEffect.load, extract: { effect in
-                if case .load(let id) = effect { return id }
-                return nil
-            })).to { id in handled.record("load \(id)") }
+            .routeCase(
+                AnyCasePath(
+                    embed: RouterEffect.load,
+                    extract: { effect in
+                        if case .load(let id) = effect { return id }
+                        return nil
+                    })
+            ).to { id in handled.record("load \(id)") }
             .routeEffects(equalTo: .exit).to { effect in handled.record("exit \(effect)") }
             .routeEffects(withParameters: { effect -> Int? in
                 if case .slow(let value) = effect { return value }

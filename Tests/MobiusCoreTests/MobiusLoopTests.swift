@@ -210,8 +210,16 @@ struct MobiusLoopTests {
             effectHandler: handler { (_: Never, _: Consumer<Int>) in }
         )
         .withEventSource(source)
-        .withEventConsumerTransformer { consumer in { trace.record("first \($0)"); consumer($0 + 1) } }
-        .withEventConsumerTransformer { consumer in { trace.record("second \($0)"); consumer($0 + 1) } }
+        .withEventConsumerTransformer { consumer in
+            {
+                trace.record("first \($0)"); consumer($0 + 1)
+            }
+        }
+        .withEventConsumerTransformer { consumer in
+            {
+                trace.record("second \($0)"); consumer($0 + 1)
+            }
+        }
         .start(from: 0)
         source.send(1)
         #expect(trace.all == ["second 1", "first 2"])

@@ -26,6 +26,7 @@ struct ConnectedTarget<Parameters>: Sendable {
 }
 
 /// A route target before it is connected to the loop's event consumer.
-typealias RouteTarget<Parameters, Event> = @Sendable (_ output: @escaping Consumer<Event>) -> ConnectedTarget<
-    Parameters
->
+typealias RouteTarget<Parameters, Event> =
+    @Sendable (_ output: @escaping Consumer<Event>) -> ConnectedTarget<
+        Parameters
+    >
