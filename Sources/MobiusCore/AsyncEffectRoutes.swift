@@ -3,11 +3,13 @@
 /// returns is dropped.
 extension _PartialEffectRouter where EffectParameters: Sendable {
     /// Runs `body` in a task for each matching effect and sends the event it returns, if any.
+    @inlinable
     public func to(_ body: @escaping @Sendable (EffectParameters) async -> Event?) -> EffectRouter<Effect, Event> {
         finishAsync(body)
     }
 
     /// Runs `body` in a task for each matching effect.
+    @inlinable
     public func to(_ body: @escaping @Sendable (EffectParameters) async -> Void) -> EffectRouter<Effect, Event> {
         finishAsync { parameters -> Event? in
             await body(parameters)
@@ -15,7 +17,8 @@ extension _PartialEffectRouter where EffectParameters: Sendable {
         }
     }
 
-    private func finishAsync(
+    @inlinable
+    func finishAsync(
         _ body: @escaping @Sendable (EffectParameters) async -> Event?
     ) -> EffectRouter<Effect, Event> {
         to { parameters, callback in

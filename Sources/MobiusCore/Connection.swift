@@ -3,9 +3,9 @@
 /// Contract: after `dispose()`, `accept(_:)` does nothing; the connectable owning the connection releases what it
 /// holds exactly once. Both methods may be called from any thread.
 public final class Connection<Value>: Disposable {
-    private let acceptClosure: @Sendable (Value) -> Void
-    private let disposer: OnceClosure
-    private let disposed = AtomicFlag()
+    @usableFromInline let acceptClosure: @Sendable (Value) -> Void
+    @usableFromInline let disposer: OnceClosure
+    @usableFromInline let disposed = AtomicFlag()
 
     /// A connection that forwards accepted values to `acceptClosure` and runs `disposeClosure` once on dispose.
     public init(
@@ -17,6 +17,7 @@ public final class Connection<Value>: Disposable {
     }
 
     /// Sends `value` through the connection, unless it was disposed.
+    @inlinable
     public func accept(_ value: Value) {
         guard !disposed.isSet else { return }
         acceptClosure(value)

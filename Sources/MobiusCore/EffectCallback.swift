@@ -4,9 +4,9 @@
 /// and `end` runs its end action only the first time. All methods are thread-safe; the state is one atomic flag,
 /// not a queue per callback.
 public final class EffectCallback<Output>: Sendable {
-    private let onSendClosure: @Sendable (Output) -> Void
-    private let onEndClosure: @Sendable () -> Void
-    private let endedFlag = AtomicFlag()
+    @usableFromInline let onSendClosure: @Sendable (Output) -> Void
+    @usableFromInline let onEndClosure: @Sendable () -> Void
+    @usableFromInline let endedFlag = AtomicFlag()
 
     /// A callback that forwards sent values to `onSend` and runs `onEnd` once when ended.
     public init(onSend: @escaping @Sendable (Output) -> Void, onEnd: @escaping @Sendable () -> Void) {
@@ -15,17 +15,20 @@ public final class EffectCallback<Output>: Sendable {
     }
 
     /// `true` once the callback has ended; sends are ignored from then on.
+    @inlinable
     public var ended: Bool {
         endedFlag.isSet
     }
 
     /// Sends `output` to the loop, unless the callback has ended.
+    @inlinable
     public func send(_ output: Output) {
         guard !endedFlag.isSet else { return }
         onSendClosure(output)
     }
 
     /// Marks the handling as finished. Only the first call has an effect.
+    @inlinable
     public func end() {
         if endedFlag.set() {
             onEndClosure()

@@ -15,18 +15,21 @@
 /// connection disconnects every handler: effects still running are cancelled (their ``Disposable`` disposed,
 /// their callbacks ended, their tasks cancelled) and nothing they send afterwards reaches the loop.
 public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
-    private let routes: [Route<Effect, Event>]
+    @usableFromInline let routes: [Route<Effect, Event>]
 
     /// A router with no routes.
+    @inlinable
     public init() {
         routes = []
     }
 
+    @inlinable
     init(routes: [Route<Effect, Event>]) {
         self.routes = routes
     }
 
     /// Routes the effects for which `extractParameters` returns parameters; the handler receives those.
+    @inlinable
     public func routeEffects<EffectParameters>(
         withParameters extractParameters: @escaping @Sendable (Effect) -> EffectParameters?
     ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
@@ -35,6 +38,7 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
 
     /// Routes the effects of one enum case, named by its case key path (`\.load`); the handler receives the
     /// case's associated value.
+    @inlinable
     public func routeCase<EffectParameters>(
         _ enumCase: CaseKeyPath<Effect, EffectParameters>
     ) -> _PartialEffectRouter<Effect, EffectParameters, Event> where Effect: CasePathable {
@@ -44,6 +48,7 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
 
     /// Routes the effects of one enum case, named by a case path (`/Effect.load` or `AnyCasePath`); the handler
     /// receives the case's associated value.
+    @inlinable
     public func routeCase<EffectParameters>(
         _ enumCase: AnyCasePath<Effect, EffectParameters>
     ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
@@ -51,6 +56,7 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
     }
 
     /// Connects every route's handler; the result accepts effects and sends the handlers' events to `consumer`.
+    @inlinable
     public var asConnectable: AnyConnectable<Effect, Event> {
         let routes = self.routes
         return AnyConnectable { consumer in
@@ -76,11 +82,13 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
         }
     }
 
+    @inlinable
     func adding(_ route: Route<Effect, Event>) -> EffectRouter {
         EffectRouter(routes: routes + [route])
     }
 
-    private static func dispatch(_ effect: Effect, to connections: [RouteConnection<Effect>]) {
+    @inlinable
+    static func dispatch(_ effect: Effect, to connections: [RouteConnection<Effect>]) {
         var handledBy: Int?
         for index in connections.indices {
             if handledBy == nil {
@@ -101,11 +109,13 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
 
 extension EffectRouter where Effect: Equatable {
     /// Routes the effects equal to `constant`; the handler receives the effect itself.
+    @inlinable
     public func routeEffects(equalTo constant: Effect) -> _PartialEffectRouter<Effect, Effect, Event> {
         routeEffects(withParameters: { effect in effect == constant ? effect : nil })
     }
 
     /// Routes the effects equal to `enumCase`, a case without associated values; the handler receives `()`.
+    @inlinable
     public func routeCase(_ enumCase: Effect) -> _PartialEffectRouter<Effect, Void, Event> {
         routeEffects(withParameters: { effect in effect == enumCase ? () : nil })
     }
@@ -113,9 +123,11 @@ extension EffectRouter where Effect: Equatable {
 
 /// Case key paths are immutable values that Swift does not yet mark `Sendable`; this wrapper lets a router
 /// (which crosses threads) hold one. `@unchecked Sendable`: the key path is never mutated after creation.
-private struct UncheckedCaseKeyPath<Root, Value>: @unchecked Sendable {
-    let keyPath: CaseKeyPath<Root, Value>
+@usableFromInline
+struct UncheckedCaseKeyPath<Root, Value>: @unchecked Sendable {
+    @usableFromInline let keyPath: CaseKeyPath<Root, Value>
 
+    @inlinable
     init(_ keyPath: CaseKeyPath<Root, Value>) {
         self.keyPath = keyPath
     }

@@ -21,12 +21,13 @@ extension Mobius {
     /// The description of a loop: its update function, effect handler, event sources, logger and event consumer
     /// transformer. A value: every `with…` method returns a new builder, and one builder can start many loops.
     public struct Builder<Model: Sendable, Event: Sendable, Effect: Sendable>: Sendable {
-        private let update: Update<Model, Event, Effect>
-        private let effectHandler: AnyConnectable<Effect, Event>
-        private var eventSource: AnyConnectable<Model, Event>?
-        private var logger: AnyMobiusLogger<Model, Event, Effect>?
-        private var eventConsumerTransformer: ConsumerTransformer<Event>?
+        @usableFromInline let update: Update<Model, Event, Effect>
+        @usableFromInline let effectHandler: AnyConnectable<Effect, Event>
+        @usableFromInline var eventSource: AnyConnectable<Model, Event>?
+        @usableFromInline var logger: AnyMobiusLogger<Model, Event, Effect>?
+        @usableFromInline var eventConsumerTransformer: ConsumerTransformer<Event>?
 
+        @usableFromInline
         init(update: Update<Model, Event, Effect>, effectHandler: AnyConnectable<Effect, Event>) {
             self.update = update
             self.effectHandler = effectHandler
@@ -76,11 +77,13 @@ extension Mobius {
         /// Starts a loop from `initialModel`, dispatching `effects` once that model is published.
         ///
         /// This does not run an ``Initiate`` function; a ``MobiusController`` does that on every start.
+        @inlinable
         public func start(from initialModel: Model, effects: [Effect] = []) -> MobiusLoop<Model, Event, Effect> {
             start(from: initialModel, effects: effects, hop: nil)
         }
 
-        private func start(
+        @inlinable
+        func start(
             from initialModel: Model, effects: [Effect], hop: ConsumerTransformer<Event>?
         )
             -> MobiusLoop<Model, Event, Effect>
@@ -99,6 +102,7 @@ extension Mobius {
 
         /// Starts a loop after running `initiate` (if any) on `model`, telling the logger about it. Events from
         /// event sources and effect handlers go through `hop` (the controller's way onto its queue).
+        @inlinable
         func start(
             initiating model: Model, with initiate: Initiate<Model, Effect>?, hop: @escaping ConsumerTransformer<Event>
         )

@@ -1,5 +1,5 @@
-import Dispatch
-import Synchronization
+public import Dispatch
+public import Synchronization
 
 #if canImport(FoundationEssentials)
 public import struct FoundationEssentials.UUID
@@ -24,34 +24,56 @@ public import struct Foundation.UUID
 /// is reported to ``MobiusHooks``. Views hold no reference to the controller: a controller that nobody else
 /// keeps is released, and a running one is stopped first.
 public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Sendable>: Sendable {
-    private struct Run: Sendable {
-        let loop: MobiusLoop<Model, Event, Effect>
-        let inbox: Mailbox<Event>
+    @usableFromInline
+    struct Run: Sendable {
+        @usableFromInline let loop: MobiusLoop<Model, Event, Effect>
+        @usableFromInline let inbox: Mailbox<Event>
+
+        @usableFromInline
+        init(loop: MobiusLoop<Model, Event, Effect>, inbox: Mailbox<Event>) {
+            self.loop = loop
+            self.inbox = inbox
+        }
     }
 
-    private enum Phase: Sendable {
+    @usableFromInline
+    enum Phase: Sendable {
         case stopped(Model)
         case transitioning(Model)
         case running(Run)
     }
 
-    private struct View: Sendable {
-        let id: UUID
-        let connection: Connection<Model>
-        let outbox: Mailbox<Model>
+    @usableFromInline
+    struct View: Sendable {
+        @usableFromInline let id: UUID
+        @usableFromInline let connection: Connection<Model>
+        @usableFromInline let outbox: Mailbox<Model>
+
+        @usableFromInline
+        init(id: UUID, connection: Connection<Model>, outbox: Mailbox<Model>) {
+            self.id = id
+            self.connection = connection
+            self.outbox = outbox
+        }
     }
 
-    private struct State: Sendable {
-        var phase: Phase
-        var views: [View] = []
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var phase: Phase
+        @usableFromInline var views: [View] = []
+
+        @usableFromInline
+        init(phase: Phase) {
+            self.phase = phase
+        }
     }
 
-    private let builder: Mobius.Builder<Model, Event, Effect>
-    private let initiate: Initiate<Model, Effect>?
-    private let loopQueue: DispatchQueue
-    private let viewQueue: DispatchQueue
-    private let state: Mutex<State>
-    private let onLoopQueueKey = DispatchSpecificKey<Bool>()
+    @usableFromInline let builder: Mobius.Builder<Model, Event, Effect>
+    @usableFromInline let initiate: Initiate<Model, Effect>?
+    @usableFromInline let loopQueue: DispatchQueue
+    @usableFromInline let viewQueue: DispatchQueue
+    @usableFromInline let state: Mutex<State>
+    @usableFromInline let onLoopQueueKey = DispatchSpecificKey<Bool>()
 
     init(
         builder: Mobius.Builder<Model, Event, Effect>,
@@ -153,6 +175,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
 
     /// Runs Initiate on the current model and starts the loop on the loop queue. Starting a running controller
     /// is a programming error.
+    @inlinable
     public func start(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> (model: Model, views: [View])? in
             guard case .stopped(let model) = state.phase else { return nil }
@@ -172,7 +195,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
             }
             return loop
         }
-        inbox.open(deliver: loop.localConsumer)
+        inbox.open { event in loop.dispatchLocally(event) }
         state.withLock { $0.phase = .running(Run(loop: loop, inbox: inbox)) }
     }
 
@@ -204,6 +227,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     /// Sends `event` to the loop from any thread; dropped when the controller is not running.
+    @inlinable
     public func dispatchEvent(_ event: Event) {
         let inbox = state.withLock { state -> Mailbox<Event>? in
             guard case .running(let run) = state.phase else { return nil }
@@ -221,7 +245,8 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
     }
 
-    private func onLoopQueue<T>(_ work: () -> T) -> T {
+    @usableFromInline
+    func onLoopQueue<T>(_ work: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onLoopQueueKey) == true {
             return work()
         }

@@ -18,12 +18,15 @@
 /// The loop processes events on whichever thread submits one while it is idle; ``MobiusController`` confines all
 /// of them to one serial queue.
 public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable>: Disposable {
-    private let core: LoopCore<Model, Event, Effect>
-    private let resources: OnceValue<[any Disposable]>
-    private let eventConsumer: Consumer<Event>
-    /// The consumer that processes on the calling thread, skipping the controller's hop onto its queue.
-    let localConsumer: Consumer<Event>
+    @usableFromInline let core: LoopCore<Model, Event, Effect>
+    @usableFromInline let resources: OnceValue<[any Disposable]>
+    /// Where `dispatchEvent` sends events when a transformer or the controller's hop wraps the loop's consumer;
+    /// `nil` means straight to the core.
+    @usableFromInline let wrappedConsumer: Consumer<Event>?
+    /// Like `wrappedConsumer` but without the controller's hop: processing happens on the calling thread.
+    @usableFromInline let transformedConsumer: Consumer<Event>?
 
+    @inlinable
     init(
         model: Model,
         effects: [Effect],
@@ -36,11 +39,12 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
     ) {
         let core = LoopCore(model: model, update: update, logger: logger)
         let direct: Consumer<Event> = { event in core.submit(event) }
-        let local = eventConsumerTransformer?(direct) ?? direct
-        let consumer = hop?(local) ?? local
+        let transformed = eventConsumerTransformer?(direct)
+        let wrapped = hop?(transformed ?? direct) ?? transformed
+        let consumer = wrapped ?? direct
         self.core = core
-        self.localConsumer = local
-        self.eventConsumer = consumer
+        self.transformedConsumer = transformed
+        self.wrappedConsumer = wrapped
 
         let effectConnection = effectHandler.connect(consumer)
         core.attach(effects: effectConnection)
@@ -67,17 +71,34 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
     /// Sends `event` to the loop. Processed at once when the loop is idle, otherwise after the events before it.
     ///
     /// Dispatching to a disposed loop is a programming error reported to ``MobiusHooks``.
+    @inlinable
     public func dispatchEvent(_ event: Event, file: StaticString = #file, line: UInt = #line) {
         if core.isDisposed {
             MobiusHooks.errorHandler("\(Self.self): cannot accept events when disposed", file, line)
         }
-        eventConsumer(event)
+        unguardedDispatchEvent(event)
     }
 
     /// Sends `event` to the loop without checking whether it was disposed; a disposed loop drops it.
     /// For wrappers that deliver events asynchronously and may lose the race with `dispose()`.
+    @inlinable
     public func unguardedDispatchEvent(_ event: Event) {
-        eventConsumer(event)
+        if let wrappedConsumer {
+            wrappedConsumer(event)
+        } else {
+            core.submit(event)
+        }
+    }
+
+    /// Processes `event` on the calling thread (through the event consumer transformer, if any), bypassing the
+    /// controller's hop: the controller calls this on its loop queue.
+    @inlinable
+    func dispatchLocally(_ event: Event) {
+        if let transformedConsumer {
+            transformedConsumer(event)
+        } else {
+            core.submit(event)
+        }
     }
 
     /// Adds an observer of models; it receives the current model at once, then every new one.

@@ -12,10 +12,11 @@ public import Dispatch
 ///   through ``EffectCallback``;
 /// - `.to(connectable)`: a long-lived connection that receives every matching effect.
 public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Sendable>: Sendable {
-    private let routes: [Route<Effect, Event>]
-    private let extractParameters: @Sendable (Effect) -> EffectParameters?
-    private let hop: Hop<EffectParameters>?
+    @usableFromInline let routes: [Route<Effect, Event>]
+    @usableFromInline let extractParameters: @Sendable (Effect) -> EffectParameters?
+    @usableFromInline let hop: Hop<EffectParameters>?
 
+    @inlinable
     init(
         routes: [Route<Effect, Event>],
         extractParameters: @escaping @Sendable (Effect) -> EffectParameters?,
@@ -27,6 +28,7 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     }
 
     /// Runs this route's handler on `queue` (asynchronously) instead of the thread dispatching the effect.
+    @inlinable
     public func on(queue: DispatchQueue) -> _PartialEffectRouter where EffectParameters: Sendable {
         _PartialEffectRouter(routes: routes, extractParameters: extractParameters) { handle in
             { parameters in queue.async { handle(parameters) } }
@@ -34,6 +36,7 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     }
 
     /// Sends matching effects' parameters to a connection of `connectable`, opened when the loop starts.
+    @inlinable
     public func to<C: Connectable>(_ connectable: C) -> EffectRouter<Effect, Event>
     where C.Input == EffectParameters, C.Output == Event {
         finish { output in
@@ -43,6 +46,7 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     }
 
     /// Hands each matching effect to `effectHandler` with a fresh ``EffectCallback``.
+    @inlinable
     public func to<Handler: EffectHandler>(_ effectHandler: Handler) -> EffectRouter<Effect, Event>
     where Handler.EffectParameters == EffectParameters, Handler.Event == Event {
         to { parameters, callback in effectHandler.handle(parameters, callback) }
@@ -50,6 +54,7 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
 
     /// Calls `handle` for each matching effect with a fresh ``EffectCallback``; the returned disposable cancels
     /// the work if the loop stops before the callback is ended.
+    @inlinable
     public func to(
         _ handle: @escaping @Sendable (EffectParameters, EffectCallback<Event>) -> any Disposable
     ) -> EffectRouter<Effect, Event> {
@@ -78,11 +83,13 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     }
 
     /// Calls `fireAndForget` with each matching effect's parameters.
+    @inlinable
     public func to(_ fireAndForget: @escaping @Sendable (EffectParameters) -> Void) -> EffectRouter<Effect, Event> {
         finish { _ in ConnectedTarget(handle: fireAndForget) }
     }
 
     /// Calls `eventFunction` with each matching effect's parameters and sends the event it returns, if any.
+    @inlinable
     public func toEvent(
         _ eventFunction: @escaping @Sendable (EffectParameters) -> Event?
     ) -> EffectRouter<Effect, Event> {
@@ -95,7 +102,8 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
         }
     }
 
-    private func finish(_ target: @escaping RouteTarget<EffectParameters, Event>) -> EffectRouter<Effect, Event> {
+    @inlinable
+    func finish(_ target: @escaping RouteTarget<EffectParameters, Event>) -> EffectRouter<Effect, Event> {
         let extract = extractParameters
         let hop = self.hop
         let route = Route<Effect, Event> { output in
@@ -116,10 +124,18 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
 }
 
 /// Wraps a route's handler so that it runs elsewhere (on a dispatch queue).
+@usableFromInline
 typealias Hop<Parameters> = @Sendable (@escaping @Sendable (Parameters) -> Void) -> @Sendable (Parameters) -> Void
 
 /// What a callback-style route must cancel when the loop disconnects it.
+@usableFromInline
 struct RunningHandler<Event>: Sendable {
-    let callback: EffectCallback<Event>
-    let disposable: any Disposable
+    @usableFromInline let callback: EffectCallback<Event>
+    @usableFromInline let disposable: any Disposable
+
+    @inlinable
+    init(callback: EffectCallback<Event>, disposable: any Disposable) {
+        self.callback = callback
+        self.disposable = disposable
+    }
 }

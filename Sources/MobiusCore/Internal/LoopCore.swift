@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The engine of a ``MobiusLoop``: runs update on one event at a time, publishes models, dispatches effects.
 ///
@@ -11,36 +11,48 @@ import Synchronization
 ///                           │
 ///                           └── no ──▶ append to `pending` (the drainer will get to it)
 ///
+/// The hot path is `@inlinable` so that it is specialised for the client's Model, Event and Effect: unspecialised
+/// generic code spends most of its time looking up generic metadata.
+///
 /// `@unchecked Sendable`: the shared state is in `state` (a Mutex). `currentModel` and `effects` are touched only
 /// by the drainer, and the `processing` flag, set and cleared under the mutex, admits one drainer at a time.
+@usableFromInline
 final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unchecked Sendable {
-    private struct State: Sendable {
-        var model: Model
-        var pending = RingBuffer<Event>()
-        var processing = true
-        var disposed = false
-        var observers: [Observer] = []
-        var nextObserverID: UInt64 = 0
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var model: Model
+        @usableFromInline var pending = RingBuffer<Event>()
+        @usableFromInline var processing = true
+        @usableFromInline var observers: [Observer] = []
+        @usableFromInline var nextObserverID: UInt64 = 0
+
+        @usableFromInline
+        init(model: Model) {
+            self.model = model
+        }
     }
 
-    private struct Observer: Sendable {
-        let id: UInt64
-        let consumer: Consumer<Model>
+    @usableFromInline
+    struct Observer: Sendable {
+        @usableFromInline let id: UInt64
+        @usableFromInline let consumer: Consumer<Model>
+
+        @usableFromInline
+        init(id: UInt64, consumer: @escaping Consumer<Model>) {
+            self.id = id
+            self.consumer = consumer
+        }
     }
 
-    /// What became of a submitted event.
-    enum Submission {
-        case accepted
-        case refusedBecauseDisposed
-    }
-
-    private let state: Mutex<State>
-    private let update: Update<Model, Event, Effect>
-    private let logger: AnyMobiusLogger<Model, Event, Effect>?
-    private var currentModel: Model
-    private var effects: Connection<Effect>?
+    @usableFromInline let state: Mutex<State>
+    @usableFromInline let disposed = AtomicFlag()
+    @usableFromInline let update: Update<Model, Event, Effect>
+    @usableFromInline let logger: AnyMobiusLogger<Model, Event, Effect>?
+    @usableFromInline var currentModel: Model
+    @usableFromInline var effects: Connection<Effect>?
 
     /// A core that holds every submitted event until `release()`; the loop is built in that time.
+    @usableFromInline
     init(model: Model, update: Update<Model, Event, Effect>, logger: AnyMobiusLogger<Model, Event, Effect>?) {
         state = Mutex(State(model: model))
         currentModel = model
@@ -48,21 +60,25 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
         self.logger = logger
     }
 
+    @inlinable
     var latestModel: Model {
         state.withLock { $0.model }
     }
 
+    @inlinable
     var isDisposed: Bool {
-        state.withLock { $0.disposed }
+        disposed.isSet
     }
 
     /// Sets where effects go. Called once, while the core still holds events.
+    @usableFromInline
     func attach(effects connection: Connection<Effect>) {
         effects = connection
     }
 
     /// Publishes the first model, dispatches the first effects, then processes the events held so far.
     /// Called once, on the thread building the loop, after `attach(effects:)`.
+    @usableFromInline
     func release(effects initialEffects: [Effect]) {
         publish(currentModel)
         for effect in initialEffects {
@@ -71,12 +87,11 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
         drainQueued()
     }
 
-    @discardableResult
-    func submit(_ event: Event) -> Submission {
-        let becameDrainer = state.withLock { state -> Bool? in
-            if state.disposed {
-                return nil
-            }
+    /// Processes `event` now if the loop is idle, otherwise queues it; drops it once disposed.
+    @inlinable
+    func submit(_ event: Event) {
+        guard !disposed.isSet else { return }
+        let becameDrainer = state.withLock { state -> Bool in
             if state.processing {
                 state.pending.append(event)
                 return false
@@ -84,19 +99,14 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
             state.processing = true
             return true
         }
-        switch becameDrainer {
-        case nil:
-            return .refusedBecauseDisposed
-        case false?:
-            return .accepted
-        case true?:
+        if becameDrainer {
             process(event)
             drainQueued()
-            return .accepted
         }
     }
 
     /// Adds an observer; unless `deliveringCurrentModel` is `false` it receives the current model at once.
+    @usableFromInline
     func addObserver(deliveringCurrentModel: Bool = true, _ consumer: @escaping Consumer<Model>) -> any Disposable {
         let (id, model) = state.withLock { state in
             let id = state.nextObserverID
@@ -115,25 +125,28 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
     }
 
     /// Stops processing: queued events are dropped, observers forgotten. Returns `false` if already disposed.
+    @usableFromInline
     func dispose() -> Bool {
+        guard disposed.set() else { return false }
         state.withLock { state in
-            guard !state.disposed else { return false }
-            state.disposed = true
             state.pending.removeAll()
             state.observers = []
-            return true
         }
+        return true
     }
 
-    private func drainQueued() {
+    @inlinable
+    func drainQueued() {
         while let event = nextQueued() {
             process(event)
         }
     }
 
-    private func nextQueued() -> Event? {
-        state.withLock { state in
-            if !state.disposed, let event = state.pending.popFirst() {
+    @inlinable
+    func nextQueued() -> Event? {
+        let disposed = self.disposed.isSet
+        return state.withLock { state in
+            if !disposed, let event = state.pending.popFirst() {
                 return event
             }
             state.processing = false
@@ -141,7 +154,8 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
         }
     }
 
-    private func process(_ event: Event) {
+    @inlinable
+    func process(_ event: Event) {
         let model = currentModel
         logger?.willUpdate(model: model, event: event)
         let next = update.update(model: model, event: event)
@@ -150,14 +164,15 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
             currentModel = newModel
             publish(newModel)
         }
-        if let effects {
+        if let effects, !next.effects.isEmpty {
             for effect in next.effects {
                 effects.accept(effect)
             }
         }
     }
 
-    private func publish(_ model: Model) {
+    @inlinable
+    func publish(_ model: Model) {
         let observers = state.withLock { state in
             state.model = model
             return state.observers

@@ -1,5 +1,5 @@
-import Dispatch
-import Synchronization
+public import Dispatch
+public import Synchronization
 
 /// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
 ///
@@ -9,23 +9,30 @@ import Synchronization
 ///
 /// A mailbox starts closed to delivery: values posted before `open(deliver:)` are held and delivered first.
 /// After `close()` everything pending or posted later is dropped.
+@usableFromInline
 final class Mailbox<Value: Sendable>: Sendable {
-    private struct State: Sendable {
-        var pending: [Value] = []
-        var spare: [Value] = []
-        var deliver: (@Sendable (Value) -> Void)?
-        var scheduled = false
-        var closed = false
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var pending: [Value] = []
+        @usableFromInline var spare: [Value] = []
+        @usableFromInline var deliver: (@Sendable (Value) -> Void)?
+        @usableFromInline var scheduled = false
+        @usableFromInline var closed = false
+
+        @usableFromInline
+        init() {}
     }
 
-    private let queue: DispatchQueue
-    private let state = Mutex(State())
+    @usableFromInline let queue: DispatchQueue
+    @usableFromInline let state = Mutex(State())
 
+    @usableFromInline
     init(queue: DispatchQueue) {
         self.queue = queue
     }
 
     /// Starts delivering to `deliver`, values held so far first.
+    @inlinable
     func open(deliver: @escaping @Sendable (Value) -> Void) {
         let schedule = state.withLock { state -> Bool in
             guard !state.closed else { return false }
@@ -38,6 +45,7 @@ final class Mailbox<Value: Sendable>: Sendable {
     }
 
     /// Queues `value` for delivery; dropped when the mailbox is closed.
+    @inlinable
     func post(_ value: Value) {
         let schedule = state.withLock { state -> Bool in
             guard !state.closed else { return false }
@@ -50,6 +58,7 @@ final class Mailbox<Value: Sendable>: Sendable {
     }
 
     /// Drops what is pending and refuses what comes later. Idempotent.
+    @inlinable
     func close() {
         state.withLock { state in
             state.closed = true
@@ -58,13 +67,15 @@ final class Mailbox<Value: Sendable>: Sendable {
         }
     }
 
-    private func scheduleIfNeeded(_ state: inout State) -> Bool {
+    @inlinable
+    func scheduleIfNeeded(_ state: inout State) -> Bool {
         guard !state.scheduled, state.deliver != nil, !state.pending.isEmpty else { return false }
         state.scheduled = true
         return true
     }
 
-    private func drainOneBatch() {
+    @inlinable
+    func drainOneBatch() {
         let taken = state.withLock { state -> (batch: [Value], deliver: @Sendable (Value) -> Void)? in
             guard let deliver = state.deliver, !state.closed else {
                 state.scheduled = false

@@ -1,26 +1,32 @@
-import Synchronization
+public import Synchronization
 
 /// A closure that runs at most once, whichever thread asks first.
+@usableFromInline
 final class OnceClosure: Sendable {
-    private let closure: OnceValue<@Sendable () -> Void>
+    @usableFromInline let closure: OnceValue<@Sendable () -> Void>
 
+    @usableFromInline
     init(_ closure: @escaping @Sendable () -> Void) {
         self.closure = OnceValue(closure)
     }
 
+    @usableFromInline
     func run() {
         closure.take()?()
     }
 }
 
 /// A value that can be taken out exactly once; later takers get `nil`.
+@usableFromInline
 final class OnceValue<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value?>
+    @usableFromInline let storage: Mutex<Value?>
 
+    @usableFromInline
     init(_ value: Value) {
         storage = Mutex(value)
     }
 
+    @usableFromInline
     func take() -> Value? {
         storage.withLock { value in
             defer { value = nil }

@@ -1,12 +1,18 @@
 /// A FIFO queue on a growable circular buffer: O(1) append and removal at the front, no reallocation once it has
 /// grown to the high-water mark of its use.
+@usableFromInline
 struct RingBuffer<Element> {
-    private var storage: ContiguousArray<Element?> = []
-    private var head = 0
-    private(set) var count = 0
+    @usableFromInline var storage: ContiguousArray<Element?> = []
+    @usableFromInline var head = 0
+    @usableFromInline var count = 0
 
+    @inlinable
+    init() {}
+
+    @inlinable
     var isEmpty: Bool { count == 0 }
 
+    @inlinable
     mutating func append(_ element: Element) {
         if count == storage.count {
             grow()
@@ -19,6 +25,7 @@ struct RingBuffer<Element> {
         count += 1
     }
 
+    @inlinable
     mutating func popFirst() -> Element? {
         guard count > 0 else { return nil }
         let element = storage[head].take()
@@ -30,12 +37,14 @@ struct RingBuffer<Element> {
         return element
     }
 
+    @inlinable
     mutating func removeAll() {
         while popFirst() != nil {}
         head = 0
     }
 
-    private mutating func grow() {
+    @usableFromInline
+    mutating func grow() {
         let newCapacity = Swift.max(16, storage.count * 2)
         var grown = ContiguousArray<Element?>()
         grown.reserveCapacity(newCapacity)

@@ -1,20 +1,29 @@
-import Synchronization
+public import Synchronization
 
 /// The work in progress of one route: what to cancel when the route is disconnected.
 ///
 /// Work can finish before it is registered (a handler that ends its callback synchronously, a task that completes
 /// at once), so `finish` before `register` is remembered and the late registration is ignored.
+@usableFromInline
 final class Tracker<Work: Sendable>: Sendable {
-    private struct State: Sendable {
-        var nextID: UInt64 = 0
-        var running: [UInt64: Work] = [:]
-        var finishedEarly: Set<UInt64> = []
-        var closed = false
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var nextID: UInt64 = 0
+        @usableFromInline var running: [UInt64: Work] = [:]
+        @usableFromInline var finishedEarly: Set<UInt64> = []
+        @usableFromInline var closed = false
+
+        @usableFromInline
+        init() {}
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
+
+    @usableFromInline
+    init() {}
 
     /// A fresh identifier for work about to start, or `nil` once the route is disconnected.
+    @inlinable
     func reserve() -> UInt64? {
         state.withLock { state in
             guard !state.closed else { return nil }
@@ -24,6 +33,7 @@ final class Tracker<Work: Sendable>: Sendable {
     }
 
     /// Records running work; returns `false` when it already finished or the route is disconnected.
+    @inlinable
     func register(_ id: UInt64, _ work: Work) -> Bool {
         state.withLock { state in
             if state.finishedEarly.remove(id) != nil || state.closed {
@@ -35,6 +45,7 @@ final class Tracker<Work: Sendable>: Sendable {
     }
 
     /// Forgets finished work.
+    @inlinable
     func finish(_ id: UInt64) {
         state.withLock { state in
             if state.running.removeValue(forKey: id) == nil, !state.closed {
@@ -44,6 +55,7 @@ final class Tracker<Work: Sendable>: Sendable {
     }
 
     /// Refuses new work and returns the work still running, to cancel.
+    @inlinable
     func close() -> [Work] {
         state.withLock { state in
             state.closed = true
