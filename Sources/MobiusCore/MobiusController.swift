@@ -1,5 +1,4 @@
 public import Dispatch
-public import Synchronization
 
 #if canImport(FoundationEssentials)
 public import struct FoundationEssentials.UUID
@@ -72,7 +71,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     @usableFromInline let initiate: Initiate<Model, Effect>?
     @usableFromInline let loopQueue: DispatchQueue
     @usableFromInline let viewQueue: DispatchQueue
-    @usableFromInline let state: Mutex<State>
+    @usableFromInline let state: Locked<State>
     @usableFromInline let onLoopQueueKey = DispatchSpecificKey<Bool>()
 
     init(
@@ -86,7 +85,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         self.initiate = initiate
         self.loopQueue = DispatchQueue(label: "MobiusController.loop", target: loopQueue)
         self.viewQueue = viewQueue
-        self.state = Mutex(State(phase: .stopped(initialModel)))
+        self.state = Locked(State(phase: .stopped(initialModel)))
         self.loopQueue.setSpecific(key: onLoopQueueKey, value: true)
     }
 

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Where Mobius reports programming errors: starting a controller twice, dispatching to a disposed loop, an effect
 /// that no route (or more than one) handles.
 ///
@@ -10,7 +8,7 @@ public enum MobiusHooks {
     /// Receives the message and the call site of a misuse; never returns.
     public typealias ErrorHandler = @Sendable (String, StaticString, UInt) -> Never
 
-    private static let handler = Mutex<ErrorHandler>({ defaultErrorHandler($0, file: $1, line: $2) })
+    private static let handler = Locked<ErrorHandler>({ defaultErrorHandler($0, file: $1, line: $2) })
 
     /// Replaces the error handler for the whole process.
     public static func setErrorHandler(_ errorHandler: @escaping ErrorHandler) {

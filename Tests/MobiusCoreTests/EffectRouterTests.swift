@@ -2,7 +2,6 @@ import CasePaths
 import Dispatch
 import Foundation
 import MobiusCore
-import Synchronization
 import Testing
 
 @CasePathable

@@ -1,6 +1,5 @@
 import Dispatch
 import MobiusCore
-import Synchronization
 import Testing
 
 @Suite("Event sources and disposables")

@@ -1,14 +1,13 @@
 import Dispatch
 import Foundation
 import MobiusCore
-import Synchronization
 import Testing
 
 /// A view that records the models it gets (and the queue it gets them on) and can send events.
 private final class RecordingView: Connectable, Sendable {
     let models = Recorder<String>()
     let onViewQueue = Recorder<Bool>()
-    private let consumer = Mutex<Consumer<String>?>(nil)
+    private let consumer = Protected<Consumer<String>?>(nil)
     private let queueKey: DispatchSpecificKey<String>?
 
     init(queueKey: DispatchSpecificKey<String>? = nil) {
@@ -154,7 +153,7 @@ struct MobiusControllerTests {
 
     @Test("an effect callback that finishes after stop is ended and its event dropped")
     func callbackAfterStop() {
-        let parked = Mutex<EffectCallback<String>?>(nil)
+        let parked = Protected<EffectCallback<String>?>(nil)
         let router = EffectRouter<String, String>()
             .routeEffects(equalTo: "slow").to { _, callback in
                 parked.withLock { $0 = callback }
@@ -235,7 +234,7 @@ struct MobiusControllerTests {
 
 /// Lets an effect handler reach the controller it belongs to.
 private final class ControllerBox: Sendable {
-    private let storage = Mutex<MobiusController<String, String, String>?>(nil)
+    private let storage = Protected<MobiusController<String, String, String>?>(nil)
 
     var controller: MobiusController<String, String, String>? {
         get { storage.withLock { $0 } }

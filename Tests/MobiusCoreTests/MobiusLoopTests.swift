@@ -15,7 +15,7 @@ private func handler<Effect: Sendable, Event: Sendable>(
 
 /// An event source whose consumer the test holds, to send events whenever it likes.
 private final class ManualEventSource<Event: Sendable>: EventSource, Sendable {
-    private let consumer = Mutex<Consumer<Event>?>(nil)
+    private let consumer = Protected<Consumer<Event>?>(nil)
     private let onSubscribe: @Sendable (Consumer<Event>) -> Void
 
     init(onSubscribe: @escaping @Sendable (Consumer<Event>) -> Void = { _ in }) {
@@ -166,7 +166,7 @@ struct MobiusLoopTests {
     @Test("dispose is idempotent, unsubscribes sources and drops later events from handlers")
     func dispose() {
         let source = ManualEventSource<Int>()
-        let heldConsumer = Mutex<Consumer<Int>?>(nil)
+        let heldConsumer = Protected<Consumer<Int>?>(nil)
         let disposals = AtomicCounter()
         let loop = Mobius.loop(
             update: { (model: Int, event: Int) -> Next<Int, Int> in .next(model + event, effects: [event]) },
@@ -272,7 +272,7 @@ final class AtomicCounter: Sendable {
 
 /// Lets an effect handler reach the loop it belongs to, which exists only after the handler is built.
 final class LoopBox<Model: Sendable, Event: Sendable, Effect: Sendable>: Sendable {
-    private let storage = Mutex<MobiusLoop<Model, Event, Effect>?>(nil)
+    private let storage = Protected<MobiusLoop<Model, Event, Effect>?>(nil)
 
     var loop: MobiusLoop<Model, Event, Effect>? {
         get { storage.withLock { $0 } }

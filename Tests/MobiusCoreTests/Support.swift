@@ -1,11 +1,27 @@
 import Dispatch
 import Foundation
 import MobiusCore
-import Synchronization
+
+/// A value behind an `NSLock`, which ThreadSanitizer understands (a contended `Synchronization.Mutex` on Linux is
+/// taken inside the kernel, out of its sight). `@unchecked Sendable`: `value` is touched only under `lock`.
+final class Protected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}
 
 /// A thread-safe list of what happened, in the order it happened.
 final class Recorder<Value: Sendable>: Sendable {
-    private let values = Mutex<[Value]>([])
+    private let values = Protected<[Value]>([])
 
     func record(_ value: Value) {
         values.withLock { $0.append(value) }
@@ -46,7 +62,7 @@ func drain(_ queue: DispatchQueue) {
     queue.sync {}
 }
 
-private let misuseGate = Mutex<Void>(())
+private let misuseGate = Protected<Void>(())
 
 /// Runs `body` on a thread of its own with a recording ``MobiusHooks`` error handler installed, and returns the
 /// message reported, or `nil` when `body` finishes without a misuse.
@@ -56,7 +72,7 @@ private let misuseGate = Mutex<Void>(())
 /// error handler is process-wide.
 func misuseMessage(of body: @escaping @Sendable () -> Void) -> String? {
     misuseGate.withLock { _ in
-        let reported = Mutex<String?>(nil)
+        let reported = Protected<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         MobiusHooks.setErrorHandler { message, _, _ in
             reported.withLock { $0 = message }

@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// The engine of a ``MobiusLoop``: runs update on one event at a time, publishes models, dispatches effects.
 ///
 /// Threading: any thread may submit an event. The first submitter that finds the loop idle becomes the *drainer*
@@ -44,7 +42,7 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
         }
     }
 
-    @usableFromInline let state: Mutex<State>
+    @usableFromInline let state: Locked<State>
     @usableFromInline let disposed = AtomicFlag()
     @usableFromInline let update: Update<Model, Event, Effect>
     @usableFromInline let logger: AnyMobiusLogger<Model, Event, Effect>?
@@ -54,7 +52,7 @@ final class LoopCore<Model: Sendable, Event: Sendable, Effect: Sendable>: @unche
     /// A core that holds every submitted event until `release()`; the loop is built in that time.
     @usableFromInline
     init(model: Model, update: Update<Model, Event, Effect>, logger: AnyMobiusLogger<Model, Event, Effect>?) {
-        state = Mutex(State(model: model))
+        state = Locked(State(model: model))
         currentModel = model
         self.update = update
         self.logger = logger

@@ -1,5 +1,4 @@
 public import Dispatch
-public import Synchronization
 
 /// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
 ///
@@ -24,7 +23,7 @@ final class Mailbox<Value: Sendable>: Sendable {
     }
 
     @usableFromInline let queue: DispatchQueue
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state = Locked(State())
 
     @usableFromInline
     init(queue: DispatchQueue) {

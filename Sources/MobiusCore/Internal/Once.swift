@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// A closure that runs at most once, whichever thread asks first.
 @usableFromInline
 final class OnceClosure: Sendable {
@@ -19,11 +17,11 @@ final class OnceClosure: Sendable {
 /// A value that can be taken out exactly once; later takers get `nil`.
 @usableFromInline
 final class OnceValue<Value: Sendable>: Sendable {
-    @usableFromInline let storage: Mutex<Value?>
+    @usableFromInline let storage: Locked<Value?>
 
     @usableFromInline
     init(_ value: Value) {
-        storage = Mutex(value)
+        storage = Locked(value)
     }
 
     @usableFromInline

@@ -1,5 +1,3 @@
-public import Synchronization
-
 /// The work in progress of one route: what to cancel when the route is disconnected.
 ///
 /// Work can finish before it is registered (a handler that ends its callback synchronously, a task that completes
@@ -17,7 +15,7 @@ final class Tracker<Work: Sendable>: Sendable {
         init() {}
     }
 
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state = Locked(State())
 
     @usableFromInline
     init() {}
