@@ -38,7 +38,8 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
         hop: ConsumerTransformer<Event>? = nil
     ) {
         let core = LoopCore(model: model, update: update, logger: logger)
-        let direct: Consumer<Event> = { event in core.submit(event) }
+        // Weak: the core holds the effect handler's connection, which holds this consumer.
+        let direct: Consumer<Event> = { [weak core] event in core?.submit(event) }
         let transformed = eventConsumerTransformer?(direct)
         let wrapped = hop?(transformed ?? direct) ?? transformed
         let consumer = wrapped ?? direct

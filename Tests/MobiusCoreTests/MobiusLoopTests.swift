@@ -290,3 +290,72 @@ private struct TraceLogger: MobiusLogger {
     func willInitiate(model: Int) { log.record("willInitiate \(model)") }
     func didInitiate(model: Int, first: First<Int, Never>) { log.record("didInitiate \(model)") }
 }
+
+/// A model that counts how many of its instances are alive, to catch a loop that is never released.
+final class TrackedModel: Sendable {
+    static let alive = AtomicCounter()
+    let value: Int
+
+    init(_ value: Int) {
+        self.value = value
+        _ = Self.alive.increment()
+    }
+
+    deinit {
+        _ = Self.alive.decrement()
+    }
+}
+
+@Suite("MobiusLoop memory", .serialized)
+struct MobiusLoopMemoryTests {
+    @Test("a disposed loop, its effect handlers and its models are released")
+    func releasedAfterDispose() {
+        do {
+            let router = EffectRouter<Int, Int>()
+                .routeEffects(withParameters: { $0 }).toEvent { $0 > 0 ? $0 - 1 : nil }
+            let loop = Mobius.loop(
+                update: { (model: TrackedModel, event: Int) -> Next<TrackedModel, Int> in
+                    .next(TrackedModel(model.value + event), effects: [event])
+                },
+                effectHandler: router.asConnectable
+            ).start(from: TrackedModel(0))
+            loop.dispatchEvent(3)
+            #expect(loop.latestModel.value == 6)
+            loop.dispose()
+        }
+        #expect(TrackedModel.alive.value == 0)
+    }
+}
+
+extension MobiusLoopMemoryTests {
+    @Test("a stopped and released controller releases its loop, views' models and handlers")
+    func controllerReleased() {
+        let loopQueue = DispatchQueue(label: "loop")
+        let viewQueue = DispatchQueue(label: "view")
+        do {
+            let router = EffectRouter<Int, Int>()
+                .routeEffects(withParameters: { $0 }).toEvent { $0 > 0 ? $0 - 1 : nil }
+            let controller = Mobius.loop(
+                update: { (model: TrackedModel, event: Int) -> Next<TrackedModel, Int> in
+                    .next(TrackedModel(model.value + event), effects: [event])
+                },
+                effectHandler: router.asConnectable
+            ).makeController(from: TrackedModel(0), loopQueue: loopQueue, viewQueue: viewQueue)
+            let seen = Recorder<Int>()
+            controller.connectView(
+                AnyConnectable<TrackedModel, Int> { _ in
+                    Connection(acceptClosure: { seen.record($0.value) }, disposeClosure: {})
+                }
+            )
+            controller.start()
+            controller.dispatchEvent(3)
+            #expect(eventually { seen.all.last == 6 })
+            controller.stop()
+            controller.start()
+            controller.stop()
+        }
+        drain(loopQueue)
+        drain(viewQueue)
+        #expect(TrackedModel.alive.value == 0)
+    }
+}

@@ -2,8 +2,9 @@ public import Dispatch
 
 /// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
 ///
-/// A flood of values costs one `async` per batch rather than one per value, so memory grows by the size of the
-/// values alone and the receiving queue stays free for other work between batches. One batch is delivered at a
+/// A flood of values costs one `async` per batch rather than one per value, and the backlog is kept in fixed-size
+/// chunks, so memory grows by the size of the values alone and the receiving queue stays free for other work
+/// between batches. One batch is delivered at a
 /// time, so the consumer is never called concurrently, even on a concurrent queue.
 ///
 /// A mailbox starts closed to delivery: values posted before `open(deliver:)` are held and delivered first.
@@ -12,8 +13,7 @@ public import Dispatch
 final class Mailbox<Value: Sendable>: Sendable {
     @usableFromInline
     struct State: Sendable {
-        @usableFromInline var pending: [Value] = []
-        @usableFromInline var spare: [Value] = []
+        @usableFromInline var pending = ChunkedQueue<Value>()
         @usableFromInline var deliver: (@Sendable (Value) -> Void)?
         @usableFromInline var scheduled = false
         @usableFromInline var closed = false
@@ -61,7 +61,7 @@ final class Mailbox<Value: Sendable>: Sendable {
     func close() {
         state.withLock { state in
             state.closed = true
-            state.pending = []
+            state.pending = ChunkedQueue()
             state.deliver = nil
         }
     }
@@ -75,26 +75,17 @@ final class Mailbox<Value: Sendable>: Sendable {
 
     @inlinable
     func drainOneBatch() {
-        let taken = state.withLock { state -> (batch: [Value], deliver: @Sendable (Value) -> Void)? in
+        let taken = state.withLock { state -> (batch: ChunkedQueue<Value>, deliver: @Sendable (Value) -> Void)? in
             guard let deliver = state.deliver, !state.closed else {
                 state.scheduled = false
                 return nil
             }
-            let batch = state.pending
-            state.pending = state.spare
-            state.spare = []
-            return (batch, deliver)
+            defer { state.pending = ChunkedQueue() }
+            return (state.pending, deliver)
         }
         guard let taken else { return }
-        var batch = taken.batch
-        for value in batch {
-            taken.deliver(value)
-        }
-        batch.removeAll(keepingCapacity: true)
+        taken.batch.forEach(taken.deliver)
         let again = state.withLock { state -> Bool in
-            if state.spare.capacity < batch.capacity {
-                state.spare = batch
-            }
             guard !state.closed, !state.pending.isEmpty else {
                 state.scheduled = false
                 return false
