@@ -48,6 +48,14 @@ let package = Package(
             dependencies: ["MobiusCore", "MobiusTest", .product(name: "CasePaths", package: "swift-case-paths")],
             swiftSettings: strict
         ),
+        // Swift 5 language mode on purpose, the one exception: code written for Spotify's Mobius.swift must compile
+        // against MobiusCore in that mode and behave the same, and this target is that code. Its Sendable
+        // warnings are what such code gets in Swift 5 mode (errors only in Swift 6 mode), so they are silenced here.
+        .testTarget(
+            name: "MobiusCompatibilityTests",
+            dependencies: ["MobiusCore", "MobiusTest"],
+            swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-suppress-warnings"])]
+        ),
         .testTarget(
             name: "MobiusTestTests",
             dependencies: ["MobiusCore", "MobiusTest"],
