@@ -6,16 +6,21 @@ import MobiusCore
 import MobiusTest
 import XCTest
 
+/// A counter, public and not declared Sendable, as many reference users' models are.
 public struct CounterModel: Equatable {
+    /// The current count.
     public var count: Int
+    /// The counts saved so far.
     public var saved: [Int]
 }
 
+/// What happens to the counter.
 public enum CounterEvent {
     case increment
     case saved(Int)
 }
 
+/// What the counter asks for.
 public enum CounterEffect: Equatable {
     case save(Int)
     case log(String)

@@ -11,7 +11,7 @@ struct Counter: Equatable, Sendable {
     var label = "counter"
 }
 
-let update = Update<Counter, CounterEvent, CounterEffect> { model, event in
+let counterUpdate = Update<Counter, CounterEvent, CounterEffect> { model, event in
     switch event {
     case .increment:
         return .next(Counter(value: model.value + 1, label: model.label), effects: [.save(model.value + 1)])
@@ -40,7 +40,7 @@ struct SpecTests {
     @Test("a passing spec reports nothing")
     func passing() {
         let failures = Failures()
-        UpdateSpec(update)
+        UpdateSpec(counterUpdate)
             .given(Counter(value: 1))
             .when(.increment, .increment)
             .then(
@@ -50,7 +50,7 @@ struct SpecTests {
                     failFunction: failures.record
                 )
             )
-        UpdateSpec(update)
+        UpdateSpec(counterUpdate)
             .given(Counter())
             .when(.decrement)
             .then(
@@ -61,7 +61,7 @@ struct SpecTests {
                     failFunction: failures.record
                 )
             )
-        UpdateSpec(update).given(Counter()).when(.reset)
+        UpdateSpec(counterUpdate).given(Counter()).when(.reset)
             .then(assertThatNext(hasNothing(), hasNoEffects(), failFunction: failures.record))
         #expect(failures.all.isEmpty)
     }
@@ -69,7 +69,7 @@ struct SpecTests {
     @Test("every failing predicate is reported, with a readable model diff")
     func failing() {
         let failures = Failures()
-        UpdateSpec(update)
+        UpdateSpec(counterUpdate)
             .given(Counter(value: 1))
             .when(.increment)
             .then(
@@ -95,7 +95,7 @@ struct SpecTests {
     @Test("thenEachStep asserts every intermediate step, and the number of steps")
     func eachStep() {
         let failures = Failures()
-        let then = UpdateSpec(update).given(Counter()).when([.increment, .decrement, .decrement, .reset])
+        let then = UpdateSpec(counterUpdate).given(Counter()).when([.increment, .decrement, .decrement, .reset])
         then.thenEachStep(
             assertThatNext(hasModel(Counter(value: 1)), hasExactlyEffects([.save(1)]), failFunction: failures.record),
             assertThatNext(hasModel(Counter(value: 0)), hasNoEffects(), failFunction: failures.record),
@@ -130,7 +130,7 @@ struct SpecTests {
     @Test("by default a failure is reported to the running framework (here Swift Testing)")
     func defaultReporting() {
         withKnownIssue {
-            UpdateSpec(update).given(Counter()).when(.increment).then(assertThatNext(hasNoEffects()))
+            UpdateSpec(counterUpdate).given(Counter()).when(.increment).then(assertThatNext(hasNoEffects()))
         } matching: { issue in
             issue.comments.contains { $0.rawValue.contains("Expected no effects") }
         }
