@@ -81,7 +81,18 @@ extension CompositeEventSourceBuilder where Event: Sendable {
         }
         return addEventSource(
             AnyEventSource { consumer in
-                source.subscribe { event in consumerQueue.async { consumer(event) } }
+                let disposed = AtomicFlag()
+                let subscription = source.subscribe { event in
+                    consumerQueue.async {
+                        if !disposed.isSet {
+                            consumer(event)
+                        }
+                    }
+                }
+                return AnonymousDisposable {
+                    disposed.set()
+                    subscription.dispose()
+                }
             }
         )
     }

@@ -84,7 +84,10 @@ extension Mobius {
 
         @inlinable
         func start(
-            from initialModel: Model, effects: [Effect], hop: ConsumerTransformer<Event>?
+            from initialModel: Model,
+            effects: [Effect],
+            hop: ConsumerTransformer<Event>?,
+            observer: Consumer<Model>? = nil
         )
             -> MobiusLoop<Model, Event, Effect>
         {
@@ -96,15 +99,20 @@ extension Mobius {
                 eventSource: eventSource,
                 logger: logger,
                 eventConsumerTransformer: eventConsumerTransformer,
-                hop: hop
+                hop: hop,
+                initialObserver: observer
             )
         }
 
         /// Starts a loop after running `initiate` (if any) on `model`, telling the logger about it. Events from
-        /// event sources and effect handlers go through `hop` (the controller's way onto its queue).
+        /// event sources and effect handlers go through `hop` (the controller's way onto its queue); `observer`
+        /// gets the first model before any of the first effects runs.
         @inlinable
         func start(
-            initiating model: Model, with initiate: Initiate<Model, Effect>?, hop: @escaping ConsumerTransformer<Event>
+            initiating model: Model,
+            with initiate: Initiate<Model, Effect>?,
+            hop: @escaping ConsumerTransformer<Event>,
+            observer: @escaping Consumer<Model>
         )
             -> MobiusLoop<Model, Event, Effect>
         {
@@ -116,7 +124,7 @@ extension Mobius {
             } else {
                 first = First(model: model)
             }
-            return start(from: first.model, effects: first.effects, hop: hop)
+            return start(from: first.model, effects: first.effects, hop: hop, observer: observer)
         }
 
         /// A controller whose loop runs on a global queue of quality of service `qos` and whose views get models

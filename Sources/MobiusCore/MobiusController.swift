@@ -38,8 +38,9 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     @usableFromInline
     enum Phase: Sendable {
         case stopped(Model)
-        case transitioning(Model)
+        case starting(Model)
         case running(Run)
+        case stopping(Run)
     }
 
     @usableFromInline
@@ -70,6 +71,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     @usableFromInline let builder: Mobius.Builder<Model, Event, Effect>
     @usableFromInline let initiate: Initiate<Model, Effect>?
     @usableFromInline let loopQueue: DispatchQueue
+    @usableFromInline let targetQueue: DispatchQueue
     @usableFromInline let viewQueue: DispatchQueue
     @usableFromInline let state: Locked<State>
     @usableFromInline let onLoopQueueKey = DispatchSpecificKey<Bool>()
@@ -83,6 +85,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     ) {
         self.builder = builder
         self.initiate = initiate
+        self.targetQueue = loopQueue
         self.loopQueue = DispatchQueue(label: "MobiusController.loop", target: loopQueue)
         self.viewQueue = viewQueue
         self.state = Locked(State(phase: .stopped(initialModel)))
@@ -90,23 +93,26 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     deinit {
-        let run = state.withLock { state -> Run? in
-            guard case .running(let run) = state.phase else { return nil }
-            return run
+        // Asynchronous, so that releasing the last reference never waits for (or deadlocks on) the loop queue.
+        let (run, views) = state.withLock { state -> (Run?, [View]) in
+            guard case .running(let run) = state.phase else { return (nil, state.views) }
+            return (run, state.views)
         }
-        if let run {
-            shutDown(run)
-        }
-        for view in state.withLock({ $0.views }) {
-            view.connection.dispose()
+        run?.inbox.close()
+        loopQueue.async {
+            run?.loop.dispose()
+            for view in views {
+                view.outbox.close()
+                view.connection.dispose()
+            }
         }
     }
 
     /// `true` between ``start()`` and ``stop()``.
     public var running: Bool {
         state.withLock { state in
-            if case .running = state.phase { return true }
-            return false
+            if case .stopped = state.phase { return false }
+            return true
         }
     }
 
@@ -116,10 +122,10 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         switch phase {
         case .stopped(let model):
             return model
-        case .running(let run):
-            return run.loop.latestModel
-        case .transitioning(let model):
+        case .starting(let model):
             return model
+        case .running(let run), .stopping(let run):
+            return run.loop.latestModel
         }
     }
 
@@ -132,44 +138,69 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         file: StaticString = #file,
         line: UInt = #line
     ) -> UUID where ViewConnectable.Input == Model, ViewConnectable.Output == Event {
-        guard !running else {
+        let connection = connectable.connect { [weak self] event in self?.dispatchEvent(event) }
+        let outbox = Mailbox<Model>(queue: viewQueue, drainsUntilEmpty: true)
+        outbox.open { model in connection.accept(model) }
+        let view = View(id: UUID(), connection: connection, outbox: outbox)
+        let connected = state.withLock { state -> Bool in
+            guard case .stopped = state.phase else { return false }
+            state.views.append(view)
+            return true
+        }
+        guard connected else {
+            connection.dispose()
             MobiusHooks.errorHandler("\(Self.self): cannot connect a view while running", file, line)
         }
-        let connection = connectable.connect { [weak self] event in self?.dispatchEvent(event) }
-        let outbox = Mailbox<Model>(queue: viewQueue)
-        outbox.open { model in connection.accept(model) }
-        let id = UUID()
-        state.withLock { $0.views.append(View(id: id, connection: connection, outbox: outbox)) }
-        return id
+        return view.id
     }
 
     /// Disconnects the one connected view. Calling it while running, with no view, or with several views
     /// connected is a programming error.
     public func disconnectView(file: StaticString = #file, line: UInt = #line) {
-        let views = state.withLock { $0.views }
-        guard views.count == 1 else {
-            let problem = views.isEmpty ? "no view is connected" : "several views are connected; pass the view's id"
-            MobiusHooks.errorHandler("\(Self.self): cannot disconnect: \(problem)", file, line)
+        disconnect(file: file, line: line) { views in
+            switch views.count {
+            case 1: return .success(0)
+            case 0: return .failure(DisconnectError(problem: "no view is connected"))
+            default: return .failure(DisconnectError(problem: "several views are connected; pass the view's id"))
+            }
         }
-        disconnectView(id: views[0].id, file: file, line: line)
     }
 
     /// Disconnects the view that ``connectView(_:file:line:)`` identified with `id`. Calling it while running or
     /// with an unknown id is a programming error.
     public func disconnectView(id: UUID, file: StaticString = #file, line: UInt = #line) {
-        guard !running else {
-            MobiusHooks.errorHandler(
-                "\(Self.self): cannot disconnect a view while running; call stop first", file, line)
+        disconnect(file: file, line: line) { views in
+            guard let index = views.firstIndex(where: { $0.id == id }) else {
+                return .failure(DisconnectError(problem: "no view has id \(id)"))
+            }
+            return .success(index)
         }
-        let removed = state.withLock { state -> View? in
-            guard let index = state.views.firstIndex(where: { $0.id == id }) else { return nil }
-            return state.views.remove(at: index)
+    }
+
+    /// A reason a view cannot be disconnected.
+    private struct DisconnectError: Error {
+        let problem: String
+    }
+
+    /// Removes the view `choose` picks, checking in the same critical section that the controller is stopped.
+    private func disconnect(
+        file: StaticString,
+        line: UInt,
+        choose: ([View]) -> Result<Int, DisconnectError>
+    ) {
+        let outcome = state.withLock { state -> Result<View, DisconnectError> in
+            guard case .stopped = state.phase else {
+                return .failure(DisconnectError(problem: "the controller is running; call stop first"))
+            }
+            return choose(state.views).map { state.views.remove(at: $0) }
         }
-        guard let removed else {
-            MobiusHooks.errorHandler("\(Self.self): cannot disconnect: no view has id \(id)", file, line)
+        switch outcome {
+        case .failure(let error):
+            MobiusHooks.errorHandler("\(Self.self): cannot disconnect: \(error.problem)", file, line)
+        case .success(let view):
+            view.outbox.close()
+            view.connection.dispose()
         }
-        removed.outbox.close()
-        removed.connection.dispose()
     }
 
     /// Runs Initiate on the current model and starts the loop on the loop queue. Starting a running controller
@@ -178,7 +209,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     public func start(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> (model: Model, views: [View])? in
             guard case .stopped(let model) = state.phase else { return nil }
-            state.phase = .transitioning(model)
+            state.phase = .starting(model)
             return (model, state.views)
         }
         guard let (model, views) = claimed else {
@@ -186,13 +217,16 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
         let inbox = Mailbox<Event>(queue: loopQueue)
         let loop = onLoopQueue {
-            let loop = builder.start(initiating: model, with: initiate) { _ in { event in inbox.post(event) } }
-            loop.addObserver { model in
-                for view in views {
-                    view.outbox.post(model)
+            builder.start(
+                initiating: model,
+                with: initiate,
+                hop: { _ in { event in inbox.post(event) } },
+                observer: { model in
+                    for view in views {
+                        view.outbox.post(model)
+                    }
                 }
-            }
-            return loop
+            )
         }
         inbox.open { event in loop.dispatchLocally(event) }
         state.withLock { $0.phase = .running(Run(loop: loop, inbox: inbox)) }
@@ -203,7 +237,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     public func stop(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> Run? in
             guard case .running(let run) = state.phase else { return nil }
-            state.phase = .transitioning(run.loop.latestModel)
+            state.phase = .stopping(run)
             return run
         }
         guard let run = claimed else {
@@ -244,11 +278,15 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
     }
 
+    /// Runs `work` on the loop queue and waits for it: inline when already there (an effect handler stopping the
+    /// controller), otherwise synchronously. Waiting from the queue the loop queue targets would deadlock, so that
+    /// is a precondition failure, as in the reference.
     @usableFromInline
     func onLoopQueue<T>(_ work: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onLoopQueueKey) == true {
             return work()
         }
+        dispatchPrecondition(condition: .notOnQueue(targetQueue))
         return loopQueue.sync(execute: work)
     }
 }

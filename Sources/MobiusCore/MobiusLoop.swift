@@ -35,7 +35,8 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
         eventSource: AnyConnectable<Model, Event>?,
         logger: AnyMobiusLogger<Model, Event, Effect>?,
         eventConsumerTransformer: ConsumerTransformer<Event>?,
-        hop: ConsumerTransformer<Event>? = nil
+        hop: ConsumerTransformer<Event>? = nil,
+        initialObserver: Consumer<Model>? = nil
     ) {
         let core = LoopCore(model: model, update: update, logger: logger)
         // Weak: the core holds the effect handler's connection, which holds this consumer.
@@ -53,7 +54,10 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
         if let eventSource {
             let connection = eventSource.connect(consumer)
             resources.append(connection)
-            resources.append(core.addObserver(deliveringCurrentModel: false) { model in connection.accept(model) })
+            resources.append(core.addInitialObserver { model in connection.accept(model) })
+        }
+        if let initialObserver {
+            resources.append(core.addInitialObserver(initialObserver))
         }
         resources.append(effectConnection)
         self.resources = OnceValue(resources)
@@ -102,9 +106,11 @@ public final class MobiusLoop<Model: Sendable, Event: Sendable, Effect: Sendable
         }
     }
 
-    /// Adds an observer of models; it receives the current model at once, then every new one.
+    /// Adds an observer of models; it receives the current model at once, then every new one. (Called while the
+    /// loop is processing, for instance from another observer, it receives the current model right after the
+    /// event in progress.)
     ///
-    /// Observers are called on the thread processing events. Dispose the result to remove the observer.
+    /// Observers are called on the thread processing events, one call at a time. Dispose the result to remove the observer.
     /// Adding an observer to a disposed loop is a programming error reported to ``MobiusHooks``.
     @discardableResult
     public func addObserver(

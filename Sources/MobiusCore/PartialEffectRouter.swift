@@ -30,8 +30,14 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     /// Runs this route's handler on `queue` (asynchronously) instead of the thread dispatching the effect.
     @inlinable
     public func on(queue: DispatchQueue) -> _PartialEffectRouter where EffectParameters: Sendable {
-        _PartialEffectRouter(routes: routes, extractParameters: extractParameters) { handle in
-            { parameters in queue.async { handle(parameters) } }
+        _PartialEffectRouter(routes: routes, extractParameters: extractParameters) { handle, disconnected in
+            { parameters in
+                queue.async {
+                    if !disconnected.isSet {
+                        handle(parameters)
+                    }
+                }
+            }
         }
     }
 
@@ -108,7 +114,8 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
         let hop = self.hop
         let route = Route<Effect, Event> { output in
             let connected = target(output)
-            let handle = hop?(connected.handle) ?? connected.handle
+            let disconnected = AtomicFlag()
+            let handle = hop?(connected.handle, disconnected) ?? connected.handle
             return RouteConnection(
                 matches: { effect in extract(effect) != nil },
                 handleIfMatches: { effect in
@@ -116,16 +123,24 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
                     handle(parameters)
                     return true
                 },
-                dispose: connected.dispose
+                dispose: {
+                    disconnected.set()
+                    connected.dispose()
+                }
             )
         }
         return EffectRouter(routes: routes).adding(route)
     }
 }
 
-/// Wraps a route's handler so that it runs elsewhere (on a dispatch queue).
+/// Wraps a route's handler so that it runs elsewhere (on a dispatch queue), unless the route was disconnected
+/// (the flag) by the time it gets there.
 @usableFromInline
-typealias Hop<Parameters> = @Sendable (@escaping @Sendable (Parameters) -> Void) -> @Sendable (Parameters) -> Void
+typealias Hop<Parameters> =
+    @Sendable (@escaping @Sendable (Parameters) -> Void, AtomicFlag) ->
+    @Sendable (
+        Parameters
+    ) -> Void
 
 /// What a callback-style route must cancel when the loop disconnects it.
 @usableFromInline

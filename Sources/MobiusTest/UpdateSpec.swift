@@ -39,11 +39,12 @@ public struct UpdateSpec<Model, Event, Effect> {
 
         /// Applies `event`, then each of `moreEvents`, in order.
         public func when(_ event: Event, _ moreEvents: Event...) -> Then {
-            when([event] + moreEvents)
+            when([event] + moreEvents, file: #file, line: #line)
         }
 
-        /// Applies `events` in order (at least one).
-        public func when(_ events: [Event]) -> Then {
+        /// Applies `events` in order. With no events there is nothing to assert, and `then` reports that as a
+        /// failure at this call.
+        public func when(_ events: [Event], file: StaticString = #file, line: UInt = #line) -> Then {
             var model = self.model
             var steps: [Result] = []
             for event in events {
@@ -51,7 +52,7 @@ public struct UpdateSpec<Model, Event, Effect> {
                 model = next.model ?? model
                 steps.append(Result(model: model, lastNext: next))
             }
-            return Then(steps: steps)
+            return Then(steps: steps, file: file, line: line)
         }
     }
 
@@ -59,12 +60,17 @@ public struct UpdateSpec<Model, Event, Effect> {
     public struct Then {
         /// The outcome after each event, in order.
         public let steps: [Result]
+        let file: StaticString
+        let line: UInt
 
-        /// Runs `assertion` on the final model and the last event's ``Next``.
-        public func then(_ assertion: Assert) {
-            if let last = steps.last {
-                assertion(last)
+        /// Runs `assertion` on the final model and the last event's ``Next``; with no events, reports a failure
+        /// through `failFunction` instead, since nothing would be checked.
+        public func then(_ assertion: Assert, failFunction: AssertionFailure = reportTestFailure) {
+            guard let last = steps.last else {
+                failFunction("UpdateSpec: no events were given to `when`, so there is nothing to assert", file, line)
+                return
             }
+            assertion(last)
         }
 
         /// Runs one assertion per event, each on the outcome of that event, so every intermediate model and

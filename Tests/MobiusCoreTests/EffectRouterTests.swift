@@ -121,6 +121,22 @@ struct EffectRouterTests {
         #expect(where_.all == ["effects"])
     }
 
+    @Test("work queued by on(queue:) does not run once the router is disconnected")
+    func onQueueAfterDispose() {
+        let queue = DispatchQueue(label: "effects")
+        let ran = Recorder<String>()
+        let hold = DispatchSemaphore(value: 0)
+        let router = EffectRouter<RouterEffect, String>()
+            .routeCase(\.log).on(queue: queue).to { line in ran.record(line) }
+        let (connection, _) = connect(router)
+        queue.async { hold.wait() }
+        connection.accept(.log("late"))
+        connection.dispose()
+        hold.signal()
+        drain(queue)
+        #expect(ran.all.isEmpty)
+    }
+
     @Test("an async target's event is sent when it returns; disposing cancels tasks still running")
     func asyncTarget() async {
         let router = EffectRouter<RouterEffect, String>()

@@ -179,6 +179,30 @@ struct MobiusControllerTests {
         #expect(seen.all == ["go"])
     }
 
+    @Test("views get the first model before Initiate's effects run")
+    func firstModelBeforeInitiateEffects() {
+        let viewQueue = DispatchQueue(label: "view")
+        let order = Recorder<String>()
+        let router = EffectRouter<String, String>()
+            .routeEffects(equalTo: "hello").on(queue: viewQueue).to { _ in order.record("effect") }
+        let controller = Mobius.loop(update: appendEvent, effectHandler: router.asConnectable)
+            .makeController(
+                from: "S",
+                initiate: { model in First(model: model + "-init", effects: ["hello"]) },
+                loopQueue: DispatchQueue(label: "loop"),
+                viewQueue: viewQueue
+            )
+        controller.connectView(
+            AnyConnectable<String, String> { _ in
+                Connection(acceptClosure: { order.record("model \($0)") }, disposeClosure: {})
+            }
+        )
+        controller.start()
+        #expect(eventually { order.count == 2 })
+        controller.stop()
+        #expect(order.all == ["model S-init", "effect"])
+    }
+
     @Test("a connected view does not keep the controller or its loop alive")
     func viewDoesNotRetain() {
         let view = RecordingView()
@@ -229,6 +253,19 @@ struct MobiusControllerTests {
             }?.contains("no view is connected") == true
         )
         #expect(misuseMessage { _ = makeController().0.model } == nil)
+    }
+
+    @Test("stopping from the queue the loop queue runs on is a precondition failure, not a deadlock")
+    func stopFromTargetQueue() async {
+        await #expect(processExitsWith: .failure) {
+            let loopQueue = DispatchQueue(label: "loop")
+            let controller = Mobius.loop(
+                update: appendEvent, effectHandler: EffectRouter<String, String>().asConnectable
+            )
+            .makeController(from: "S", loopQueue: loopQueue, viewQueue: DispatchQueue(label: "view"))
+            controller.start()
+            loopQueue.sync { controller.stop() }
+        }
     }
 }
 

@@ -109,6 +109,14 @@ struct SpecTests {
         #expect(failures.all == ["4 events were applied but 1 steps asserted"])
     }
 
+    @Test("a spec with no events fails instead of passing without checking anything")
+    func noEvents() {
+        let failures = Failures()
+        UpdateSpec(counterUpdate).given(Counter()).when([])
+            .then(assertThatNext(hasNothing(), failFunction: failures.record), failFunction: failures.record)
+        #expect(failures.all == ["UpdateSpec: no events were given to `when`, so there is nothing to assert"])
+    }
+
     @Test("InitSpec checks the first model and effects")
     func initSpec() {
         let failures = Failures()

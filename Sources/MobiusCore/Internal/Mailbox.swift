@@ -23,11 +23,17 @@ final class Mailbox<Value: Sendable>: Sendable {
     }
 
     @usableFromInline let queue: DispatchQueue
+    @usableFromInline let drainsUntilEmpty: Bool
     @usableFromInline let state = Locked(State())
+    @usableFromInline let closed = AtomicFlag()
 
+    /// A mailbox delivering on `queue`. With `drainsUntilEmpty`, one queued block keeps delivering until nothing
+    /// is pending, so that work queued on `queue` meanwhile (an effect routed there) runs after the values posted
+    /// before it; without, it delivers one batch per block, leaving the queue to other work between batches.
     @usableFromInline
-    init(queue: DispatchQueue) {
+    init(queue: DispatchQueue, drainsUntilEmpty: Bool = false) {
         self.queue = queue
+        self.drainsUntilEmpty = drainsUntilEmpty
     }
 
     /// Starts delivering to `deliver`, values held so far first.
@@ -59,6 +65,7 @@ final class Mailbox<Value: Sendable>: Sendable {
     /// Drops what is pending and refuses what comes later. Idempotent.
     @inlinable
     func close() {
+        closed.set()
         state.withLock { state in
             state.closed = true
             state.pending = ChunkedQueue()
@@ -75,25 +82,33 @@ final class Mailbox<Value: Sendable>: Sendable {
 
     @inlinable
     func drainOneBatch() {
-        let taken = state.withLock { state -> (batch: ChunkedQueue<Value>, deliver: @Sendable (Value) -> Void)? in
-            guard let deliver = state.deliver, !state.closed else {
-                state.scheduled = false
-                return nil
+        while true {
+            let taken = state.withLock { state -> (batch: ChunkedQueue<Value>, deliver: @Sendable (Value) -> Void)? in
+                guard let deliver = state.deliver, !state.closed else {
+                    state.scheduled = false
+                    return nil
+                }
+                defer { state.pending = ChunkedQueue() }
+                return (state.pending, deliver)
             }
-            defer { state.pending = ChunkedQueue() }
-            return (state.pending, deliver)
-        }
-        guard let taken else { return }
-        taken.batch.forEach(taken.deliver)
-        let again = state.withLock { state -> Bool in
-            guard !state.closed, !state.pending.isEmpty else {
-                state.scheduled = false
-                return false
+            guard let taken else { return }
+            taken.batch.forEach { value in
+                if !closed.isSet {
+                    taken.deliver(value)
+                }
             }
-            return true
-        }
-        if again {
-            queue.async { self.drainOneBatch() }
+            let again = state.withLock { state -> Bool in
+                guard !state.closed, !state.pending.isEmpty else {
+                    state.scheduled = false
+                    return false
+                }
+                return true
+            }
+            guard again else { return }
+            if !drainsUntilEmpty {
+                queue.async { self.drainOneBatch() }
+                return
+            }
         }
     }
 }
