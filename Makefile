@@ -3,7 +3,7 @@
 
 SWIFT ?= swift
 # Debian packages the build needs; installed with apt-get when missing.
-APT_PACKAGES ?=
+APT_PACKAGES ?= pkg-config libsystemd-dev libudev-dev udev iproute2
 
 .PHONY: all deps build run test test-tsan lint format benchmark clean
 

@@ -15,11 +15,15 @@ let package = Package(
     products: [
         .library(name: "MobiusCore", targets: ["MobiusCore"]),
         .library(name: "MobiusTest", targets: ["MobiusTest"]),
+        .library(name: "Systemd", targets: ["Systemd"]),
+        .library(name: "Udev", targets: ["Udev"]),
+        .library(name: "Netlink", targets: ["Netlink"]),
         .executable(name: "mobius-counter", targets: ["MobiusCounter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.10.0"),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .target(
@@ -37,6 +41,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        .target(
+            name: "Systemd",
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
+        .target(name: "Netlink", swiftSettings: strict),
         .executableTarget(
             name: "MobiusCounter",
             dependencies: ["MobiusCore"],
@@ -55,6 +68,18 @@ let package = Package(
             name: "MobiusCompatibilityTests",
             dependencies: ["MobiusCore", "MobiusTest"],
             swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-suppress-warnings"])]
+        ),
+        .testTarget(
+            name: "SystemdTests",
+            dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        .testTarget(name: "UdevTests", dependencies: ["Udev"], swiftSettings: strict),
+        .testTarget(
+            name: "NetlinkTests",
+            dependencies: ["Netlink"],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strict
         ),
         .testTarget(
             name: "MobiusTestTests",

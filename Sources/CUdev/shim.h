@@ -1,0 +1,2 @@
+// libudev: device enumeration and the uevent monitor.
+#include <libudev.h>

@@ -1,0 +1,42 @@
+/// Bounds-checked reads of native-endian integers from a byte buffer (netlink uses the host's byte order).
+struct ByteReader {
+    let bytes: [UInt8]
+
+    func u8(at offset: Int) throws(NetlinkParseError) -> UInt8 {
+        try check(offset, 1)
+        return bytes[offset]
+    }
+
+    func u16(at offset: Int) throws(NetlinkParseError) -> UInt16 {
+        try check(offset, 2)
+        return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt16.self) }
+    }
+
+    func u32(at offset: Int) throws(NetlinkParseError) -> UInt32 {
+        try check(offset, 4)
+        return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt32.self) }
+    }
+
+    func i32(at offset: Int) throws(NetlinkParseError) -> Int32 {
+        Int32(bitPattern: try u32(at: offset))
+    }
+
+    func slice(_ offset: Int, _ count: Int) throws(NetlinkParseError) -> ArraySlice<UInt8> {
+        try check(offset, count)
+        return bytes[offset..<offset + count]
+    }
+
+    private func check(_ offset: Int, _ count: Int) throws(NetlinkParseError) {
+        guard offset >= 0, count >= 0, offset <= bytes.count - count else {
+            throw NetlinkParseError(
+                offset: offset,
+                reason: "needs \(count) bytes but the buffer has \(max(0, bytes.count - max(0, offset))) left"
+            )
+        }
+    }
+}
+
+/// Rounds `length` up to netlink's 4-byte alignment.
+func netlinkAligned(_ length: Int) -> Int {
+    (length + 3) & ~3
+}

@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed system call, with the call and errno, so a person can tell what the kernel refused.
+public struct NetlinkSystemError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// The operation that failed (`socket`, `bind`, `recv`, ...).
+    public let operation: String
+    /// The errno it failed with.
+    public let errno: Int32
+
+    /// An error of `operation` with `errno`.
+    public init(operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
+    /// `netlink: <operation> failed: <strerror> (errno <n>)`.
+    public var description: String {
+        "netlink: \(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// What a read from a netlink socket produced.
+enum Received {
+    case bytes([UInt8])
+    /// Nothing pending (EAGAIN on a non-blocking socket).
+    case nothing
+    /// ENOBUFS: the kernel dropped messages because the receive buffer was full.
+    case overflow
+}
+
+/// An AF_NETLINK / NETLINK_ROUTE socket: open, subscribe, send a request, receive whole datagrams.
+///
+/// Owns its file descriptor and closes it on deinit. Not shared between threads.
+final class NetlinkSocket {
+    let fd: Int32
+    private var buffer: [UInt8]
+
+    init(nonBlocking: Bool, receiveBufferBytes: Int? = nil) throws(NetlinkSystemError) {
+        var type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        if nonBlocking {
+            type |= Int32(SOCK_NONBLOCK.rawValue)
+        }
+        let fd = socket(Kernel.AF_NETLINK, type, Kernel.NETLINK_ROUTE)
+        guard fd >= 0 else { throw NetlinkSystemError(operation: "socket(AF_NETLINK)", errno: errno) }
+        self.fd = fd
+        buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        // Kernel-assigned port id; no groups yet.
+        var address = [UInt8](repeating: 0, count: 12)
+        address[0] = UInt8(Kernel.AF_NETLINK & 0xFF)
+        let bound = address.withUnsafeBytes { raw in
+            bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+        }
+        guard bound == 0 else {
+            let error = NetlinkSystemError(operation: "bind(AF_NETLINK)", errno: errno)
+            close(fd)
+            throw error
+        }
+        if let receiveBufferBytes {
+            try setReceiveBuffer(receiveBufferBytes)
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Sets SO_RCVBUF (SO_RCVBUFFORCE when permitted, which may exceed rmem_max).
+    func setReceiveBuffer(_ bytes: Int) throws(NetlinkSystemError) {
+        var size = Int32(clamping: bytes)
+        if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) == 0 {
+            return
+        }
+        guard setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            throw NetlinkSystemError(operation: "setsockopt(SO_RCVBUF)", errno: errno)
+        }
+    }
+
+    /// Joins a multicast group (RTNLGRP_*).
+    func join(group: Int32) throws(NetlinkSystemError) {
+        var group = group
+        guard
+            setsockopt(
+                fd, Kernel.SOL_NETLINK, Kernel.NETLINK_ADD_MEMBERSHIP, &group, socklen_t(MemoryLayout<Int32>.size))
+                == 0
+        else {
+            throw NetlinkSystemError(operation: "setsockopt(NETLINK_ADD_MEMBERSHIP \(group))", errno: errno)
+        }
+    }
+
+    /// Sends a dump request of `type` (RTM_GETLINK, ...) for `family` with sequence number `sequence`.
+    func requestDump(type: UInt16, family: UInt8, sequence: UInt32) throws(NetlinkSystemError) {
+        // nlmsghdr + a zeroed family header (rtgenmsg is one byte; ifinfomsg-sized covers every request).
+        let payloadLength = type == Kernel.RTM_GETROUTE ? Kernel.rtmsgLength : Kernel.ifinfomsgLength
+        var message = [UInt8](repeating: 0, count: Kernel.headerLength + payloadLength)
+        func put32(_ value: UInt32, at offset: Int) {
+            withUnsafeBytes(of: value) { message.replaceSubrange(offset..<offset + 4, with: $0) }
+        }
+        func put16(_ value: UInt16, at offset: Int) {
+            withUnsafeBytes(of: value) { message.replaceSubrange(offset..<offset + 2, with: $0) }
+        }
+        put32(UInt32(message.count), at: 0)
+        put16(type, at: 4)
+        put16(Kernel.NLM_F_REQUEST | Kernel.NLM_F_DUMP, at: 6)
+        put32(sequence, at: 8)
+        message[Kernel.headerLength] = family
+        let sent = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard sent == message.count else {
+            throw NetlinkSystemError(operation: "send(dump request)", errno: errno)
+        }
+    }
+
+    /// Receives one datagram. A datagram larger than the buffer grows the buffer and is read again (MSG_PEEK with
+    /// MSG_TRUNC first), so no message is ever cut.
+    func receive() throws(NetlinkSystemError) -> Received {
+        while true {
+            let peeked = buffer.withUnsafeMutableBytes { raw in
+                recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_TRUNC))
+            }
+            if peeked < 0 {
+                switch errno {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return .nothing
+                case ENOBUFS: return .overflow
+                default: throw NetlinkSystemError(operation: "recv", errno: errno)
+                }
+            }
+            if peeked > buffer.count {
+                buffer = [UInt8](repeating: 0, count: peeked)
+            }
+            let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, 0) }
+            if count < 0 {
+                switch errno {
+                case EINTR: continue
+                case EAGAIN, EWOULDBLOCK: return .nothing
+                case ENOBUFS: return .overflow
+                default: throw NetlinkSystemError(operation: "recv", errno: errno)
+                }
+            }
+            return .bytes(Array(buffer[0..<count]))
+        }
+    }
+}

@@ -1,0 +1,83 @@
+/// One rtnetlink message, decoded into a value: what the kernel said about a link, an address or a route.
+public enum RouteMessage: Sendable, Equatable {
+    /// RTM_NEWLINK: a link appeared or changed; carries its full state.
+    case newLink(NetlinkLink)
+    /// RTM_DELLINK: a link was removed.
+    case deletedLink(NetlinkLink)
+    /// RTM_NEWADDR: an address was added or changed.
+    case newAddress(NetlinkAddress)
+    /// RTM_DELADDR: an address was removed.
+    case deletedAddress(NetlinkAddress)
+    /// RTM_NEWROUTE: a route was added or changed.
+    case newRoute(NetlinkRoute)
+    /// RTM_DELROUTE: a route was removed.
+    case deletedRoute(NetlinkRoute)
+}
+
+/// The messages in one received buffer, and what the framing said about them.
+struct ParsedBuffer {
+    var messages: [RouteMessage] = []
+    /// An NLMSG_DONE ended a dump.
+    var done = false
+    /// A message had NLM_F_DUMP_INTR: the dump is inconsistent and must be repeated.
+    var interrupted = false
+    /// An NLMSG_ERROR with a non-zero code (a negative errno) answered a request.
+    var errorCode: Int32?
+    /// Sequence numbers of the messages.
+    var sequences: Set<UInt32> = []
+}
+
+/// Decodes rtnetlink messages from received bytes.
+public enum RouteMessageParser {
+    /// The link, address and route messages in `bytes` (one datagram or several concatenated), in order.
+    /// Messages of other types, and addresses or routes of families other than IPv4/IPv6, are skipped.
+    public static func parse(_ bytes: [UInt8]) throws(NetlinkParseError) -> [RouteMessage] {
+        try parseBuffer(bytes).messages
+    }
+
+    static func parseBuffer(_ bytes: [UInt8]) throws(NetlinkParseError) -> ParsedBuffer {
+        let reader = ByteReader(bytes: bytes)
+        var parsed = ParsedBuffer()
+        for frame in try NetlinkFrame.split(reader) {
+            parsed.sequences.insert(frame.sequence)
+            if frame.flags & Kernel.NLM_F_DUMP_INTR != 0 {
+                parsed.interrupted = true
+            }
+            switch frame.type {
+            case Kernel.NLMSG_DONE:
+                parsed.done = true
+            case Kernel.NLMSG_ERROR:
+                guard frame.payloadLength >= 4 else {
+                    throw NetlinkParseError(offset: frame.payloadOffset, reason: "NLMSG_ERROR without an error code")
+                }
+                let code = try reader.i32(at: frame.payloadOffset)
+                if code != 0 {
+                    parsed.errorCode = code
+                }
+            case Kernel.RTM_NEWLINK:
+                parsed.messages.append(.newLink(try NetlinkLink.parse(reader, frame)))
+            case Kernel.RTM_DELLINK:
+                parsed.messages.append(.deletedLink(try NetlinkLink.parse(reader, frame)))
+            case Kernel.RTM_NEWADDR:
+                if let address = try NetlinkAddress.parse(reader, frame) {
+                    parsed.messages.append(.newAddress(address))
+                }
+            case Kernel.RTM_DELADDR:
+                if let address = try NetlinkAddress.parse(reader, frame) {
+                    parsed.messages.append(.deletedAddress(address))
+                }
+            case Kernel.RTM_NEWROUTE:
+                if let route = try NetlinkRoute.parse(reader, frame) {
+                    parsed.messages.append(.newRoute(route))
+                }
+            case Kernel.RTM_DELROUTE:
+                if let route = try NetlinkRoute.parse(reader, frame) {
+                    parsed.messages.append(.deletedRoute(route))
+                }
+            default:
+                break
+            }
+        }
+        return parsed
+    }
+}

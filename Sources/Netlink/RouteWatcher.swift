@@ -1,0 +1,81 @@
+import Synchronization
+
+/// What one read of a ``RouteWatcher`` found.
+public struct RouteWatchBatch: Sendable, Equatable {
+    /// The messages received, in the order the kernel sent them.
+    public var messages: [RouteMessage]
+    /// `true` when the kernel dropped messages because the receive buffer was full (ENOBUFS): the caller's view
+    /// of the kernel is now incomplete and must be rebuilt from a dump.
+    public var overflowed: Bool
+    /// Datagrams that could not be parsed; the others in the batch are still delivered.
+    public var malformed: [NetlinkParseError]
+
+    /// A batch of these results.
+    public init(messages: [RouteMessage] = [], overflowed: Bool = false, malformed: [NetlinkParseError] = []) {
+        self.messages = messages
+        self.overflowed = overflowed
+        self.malformed = malformed
+    }
+}
+
+/// Watches rtnetlink for link, IPv4/IPv6 address and IPv4/IPv6 route changes on a socket of its own.
+///
+/// The socket is non-blocking: wrap ``fileDescriptor`` in a Dispatch read source and call ``readAvailable()``
+/// when it fires; it drains everything pending. An overflow of the receive buffer (ENOBUFS) is reported in the
+/// batch, never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
+/// process may) so that floods rarely overflow.
+public final class RouteWatcher: Sendable {
+    private let socket: Mutex<NetlinkSocket>
+
+    /// The socket's file descriptor, for a Dispatch read source. Owned by the watcher.
+    public let fileDescriptor: Int32
+
+    /// Opens the socket and joins the link, address and route groups.
+    public init(receiveBufferBytes: Int = 128 * 1024 * 1024) throws(NetlinkError) {
+        let socket: NetlinkSocket
+        do {
+            socket = try NetlinkSocket(nonBlocking: true, receiveBufferBytes: receiveBufferBytes)
+            for group in [
+                Kernel.RTNLGRP_LINK, Kernel.RTNLGRP_IPV4_IFADDR, Kernel.RTNLGRP_IPV6_IFADDR,
+                Kernel.RTNLGRP_IPV4_ROUTE, Kernel.RTNLGRP_IPV6_ROUTE,
+            ] {
+                try socket.join(group: group)
+            }
+        } catch {
+            throw .system(error)
+        }
+        fileDescriptor = socket.fd
+        self.socket = Mutex(socket)
+    }
+
+    /// Reads every datagram pending now, without blocking.
+    public func readAvailable() throws(NetlinkError) -> RouteWatchBatch {
+        let outcome: Result<RouteWatchBatch, NetlinkSystemError> = socket.withLock { socket in
+            var batch = RouteWatchBatch()
+            while true {
+                let received: Received
+                do throws(NetlinkSystemError) {
+                    received = try socket.receive()
+                } catch {
+                    return .failure(error)
+                }
+                switch received {
+                case .nothing:
+                    return .success(batch)
+                case .overflow:
+                    batch.overflowed = true
+                case .bytes(let bytes):
+                    do throws(NetlinkParseError) {
+                        batch.messages += try RouteMessageParser.parse(bytes)
+                    } catch {
+                        batch.malformed.append(error)
+                    }
+                }
+            }
+        }
+        switch outcome {
+        case .success(let batch): return batch
+        case .failure(let error): throw .system(error)
+        }
+    }
+}

@@ -1,0 +1,147 @@
+internal import CSystemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a ``Journal`` writes.
+public enum JournalTarget: Sendable, Equatable {
+    /// journald's native socket (`sd_journal_sendv`).
+    case journal
+    /// Standard error, each line prefixed with `<N>` (the priority, sd-daemon(3)), for a service whose stderr
+    /// journald or another syslog-aware collector reads.
+    case prefixedStandardError
+    /// Standard error as readable lines (`netdevd[info]: message KEY=value ...`), for a person at a terminal.
+    case readableStandardError
+}
+
+/// Why an entry could not be written.
+public struct JournalError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The errno of the failed send or write.
+    public let errno: Int32
+
+    /// A sentence a person can act on.
+    public var description: String {
+        "journal: writing the entry failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// Writes structured entries to the systemd journal, or to standard error when there is no journal.
+///
+/// With ``JournalTarget/journal`` every field arrives as given, values with newlines or binary bytes included.
+/// ``automaticTarget()`` picks the journal when its socket exists, else prefixed lines when standard error is not
+/// a terminal (a supervisor reads it), else readable lines.
+public struct Journal: Sendable {
+    /// Where entries go.
+    public let target: JournalTarget
+    /// `SYSLOG_IDENTIFIER` added to every entry that has none.
+    public let identifier: String
+
+    /// A journal writing to `target` (by default the automatic choice) as `identifier`.
+    public init(identifier: String, target: JournalTarget? = nil) {
+        self.identifier = identifier
+        self.target = target ?? Self.automaticTarget()
+    }
+
+    /// The journal when `/run/systemd/journal/socket` exists; otherwise standard error, prefixed unless it is a
+    /// terminal.
+    public static func automaticTarget() -> JournalTarget {
+        if access("/run/systemd/journal/socket", W_OK) == 0 {
+            return .journal
+        }
+        return isatty(STDERR_FILENO) == 1 ? .readableStandardError : .prefixedStandardError
+    }
+
+    /// `true` when standard error is already connected to the journal (`JOURNAL_STREAM` names its device and
+    /// inode), so lines written there are journal entries too.
+    public static func standardErrorIsJournal() -> Bool {
+        guard let stream = getenv("JOURNAL_STREAM").map({ String(cString: $0) }) else { return false }
+        let parts = stream.split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var status = stat()
+        guard fstat(STDERR_FILENO, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+    }
+
+    /// Writes `entry`, adding `SYSLOG_IDENTIFIER` when it has none.
+    public func send(_ entry: JournalEntry) throws(JournalError) {
+        var entry = entry
+        if entry.value(of: .syslogIdentifier) == nil {
+            entry.append(.syslogIdentifier, identifier)
+        }
+        switch target {
+        case .journal:
+            try sendToJournal(entry)
+        case .prefixedStandardError:
+            try writeToStandardError(Self.prefixedLines(entry))
+        case .readableStandardError:
+            try writeToStandardError(Self.readableLine(entry))
+        }
+    }
+
+    /// `<N>` followed by the message, one prefixed line per line of the message.
+    static func prefixedLines(_ entry: JournalEntry) -> String {
+        let message = entry.value(of: .message) ?? ""
+        let priority = entry.priority.rawValue
+        return message.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { "<\(priority)>\($0)\n" }
+            .joined()
+    }
+
+    /// `identifier[priority]: message KEY=value ...`, the custom fields after the message, on one line.
+    static func readableLine(_ entry: JournalEntry) -> String {
+        let standard: Set<JournalFieldName> = [
+            .message, .priority, .syslogIdentifier, .codeFile, .codeLine, .codeFunction,
+        ]
+        let identifier = entry.value(of: .syslogIdentifier) ?? "-"
+        let message = (entry.value(of: .message) ?? "").replacingNewlines()
+        let extras = entry.fields.filter { !standard.contains($0.name) && $0.name != .messageID }
+            .map { "\($0.name)=\(String(decoding: $0.value, as: UTF8.self).replacingNewlines())" }
+        let level = ["emerg", "alert", "crit", "err", "warning", "notice", "info", "debug"][entry.priority.rawValue]
+        return ([("\(identifier)[\(level)]: \(message)")] + extras).joined(separator: " ") + "\n"
+    }
+
+    private func sendToJournal(_ entry: JournalEntry) throws(JournalError) {
+        let encoded = entry.fields.map { field in Array(field.name.rawValue.utf8) + [UInt8(ascii: "=")] + field.value }
+        let result = withIOVectors(encoded) { vectors in
+            sd_journal_sendv(vectors.baseAddress, Int32(vectors.count))
+        }
+        if result < 0 {
+            throw JournalError(errno: -result)
+        }
+    }
+
+    private func writeToStandardError(_ text: String) throws(JournalError) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw JournalError(errno: errno)
+            }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
+
+/// Calls `body` with iovecs pointing at each of `buffers`, valid only during the call. The buffers are laid out
+/// in one allocation, so one pointer covers them all.
+private func withIOVectors<Result>(_ buffers: [[UInt8]], _ body: (UnsafeBufferPointer<iovec>) -> Result) -> Result {
+    var joined = buffers.flatMap { $0 }
+    return joined.withUnsafeMutableBytes { raw in
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(buffers.count)
+        var offset = 0
+        for buffer in buffers {
+            vectors.append(iovec(iov_base: raw.baseAddress.map { $0 + offset }, iov_len: buffer.count))
+            offset += buffer.count
+        }
+        return vectors.withUnsafeBufferPointer(body)
+    }
+}
+
+extension String {
+    fileprivate func replacingNewlines() -> String {
+        map { $0.isNewline ? "␤" : String($0) }.joined()
+    }
+}

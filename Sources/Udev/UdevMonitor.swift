@@ -1,0 +1,154 @@
+internal import CUdev
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which uevents a monitor listens to.
+public enum UdevSource: String, Sendable, Codable, CaseIterable {
+    /// Events after udevd has processed them (rules applied, properties such as `ID_NET_NAME_PATH` added).
+    /// Nothing arrives unless `systemd-udevd` runs.
+    case udev
+    /// Raw kernel uevents, before udevd; always delivered, without udev's properties.
+    case kernel
+    /// `udev` when udevd runs (`/run/udev/control` exists), otherwise `kernel`.
+    case auto
+
+    /// The concrete source `auto` stands for on this system now.
+    public static func resolvedAuto() -> UdevSource {
+        access("/run/udev/control", F_OK) == 0 ? .udev : .kernel
+    }
+}
+
+/// Why udev could not be used.
+public struct UdevError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The libudev call that failed.
+    public let operation: String
+    /// Its errno.
+    public let errno: Int32
+
+    /// An error of `operation` with `errno`.
+    public init(operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
+    /// A sentence a person can act on.
+    public var description: String {
+        "udev: \(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
+
+/// What one read of a ``UdevMonitor`` found.
+public struct UdevBatch: Sendable, Equatable {
+    /// The devices received, in the order the kernel (or udevd) sent them.
+    public var devices: [UdevDevice]
+    /// `true` when events were lost because the receive buffer was full (ENOBUFS): the caller must re-enumerate.
+    public var overflowed: Bool
+
+    /// A batch of these results.
+    public init(devices: [UdevDevice] = [], overflowed: Bool = false) {
+        self.devices = devices
+        self.overflowed = overflowed
+    }
+}
+
+/// A udev monitor: uevents of chosen subsystems from udevd or the kernel, as ``UdevDevice`` values.
+///
+/// The socket is non-blocking: wrap ``fileDescriptor`` in a Dispatch read source and call ``readAvailable()``
+/// when it fires; it drains every pending event and reports an overflow (ENOBUFS) in the batch, never as
+/// silence. The receive buffer is raised to 128 MiB by default (libudev uses SO_RCVBUFFORCE when it may).
+public final class UdevMonitor: Sendable {
+    /// The source in use: `udev` or `kernel`, never `auto` (which is resolved when the monitor is made).
+    public let source: UdevSource
+    /// The subsystems it listens to; empty means all.
+    public let subsystems: [String]
+    /// The monitor's socket, for a Dispatch read source. Owned by the monitor.
+    public let fileDescriptor: Int32
+
+    private let handle: Mutex<MonitorHandle>
+
+    /// Opens a monitor of `source` for `subsystems` (all when empty) and starts receiving.
+    public init(
+        source: UdevSource = .auto,
+        subsystems: [String] = [],
+        receiveBufferBytes: Int32 = 128 * 1024 * 1024
+    ) throws(UdevError) {
+        let resolved = source == .auto ? UdevSource.resolvedAuto() : source
+        let handle = try MonitorHandle(source: resolved)
+        for subsystem in subsystems {
+            let result = udev_monitor_filter_add_match_subsystem_devtype(handle.monitor, subsystem, nil)
+            guard result >= 0 else {
+                throw UdevError(
+                    operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
+            }
+        }
+        let sized = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes)
+        guard sized >= 0 else {
+            throw UdevError(operation: "udev_monitor_set_receive_buffer_size", errno: -sized)
+        }
+        let enabled = udev_monitor_enable_receiving(handle.monitor)
+        guard enabled >= 0 else {
+            throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)
+        }
+        self.source = resolved
+        self.subsystems = subsystems
+        self.fileDescriptor = udev_monitor_get_fd(handle.monitor)
+        self.handle = Mutex(handle)
+    }
+
+    /// Sets the socket's receive buffer (for tests that provoke an overflow with a small one).
+    public func setReceiveBuffer(bytes: Int32) throws(UdevError) {
+        let result = handle.withLock { udev_monitor_set_receive_buffer_size($0.monitor, bytes) }
+        guard result >= 0 else { throw UdevError(operation: "udev_monitor_set_receive_buffer_size", errno: -result) }
+    }
+
+    /// Reads every event pending now, without blocking.
+    public func readAvailable() throws(UdevError) -> UdevBatch {
+        let outcome: Result<UdevBatch, UdevError> = handle.withLock { handle in
+            var batch = UdevBatch()
+            while true {
+                errno = 0
+                guard let device = udev_monitor_receive_device(handle.monitor) else {
+                    switch errno {
+                    case 0, EAGAIN, EWOULDBLOCK:
+                        return .success(batch)
+                    case ENOBUFS:
+                        batch.overflowed = true
+                    case EINTR:
+                        continue
+                    default:
+                        return .failure(UdevError(operation: "udev_monitor_receive_device", errno: errno))
+                    }
+                    continue
+                }
+                batch.devices.append(UdevDevice(copying: device))
+                udev_device_unref(device)
+            }
+        }
+        return try outcome.get()
+    }
+}
+
+/// The libudev context and monitor, released together. Only used under the monitor's lock.
+final class MonitorHandle {
+    let context: OpaquePointer
+    let monitor: OpaquePointer
+
+    init(source: UdevSource) throws(UdevError) {
+        guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
+        guard let monitor = udev_monitor_new_from_netlink(context, source.rawValue) else {
+            let code = errno
+            udev_unref(context)
+            throw UdevError(operation: "udev_monitor_new_from_netlink(\(source.rawValue))", errno: code)
+        }
+        self.context = context
+        self.monitor = monitor
+    }
+
+    deinit {
+        udev_monitor_unref(monitor)
+        udev_unref(context)
+    }
+}
