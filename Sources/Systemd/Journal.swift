@@ -79,8 +79,9 @@ public struct Journal: Sendable {
         }
     }
 
-    /// `<N>` followed by the message, one prefixed line per line of the message.
-    static func prefixedLines(_ entry: JournalEntry) -> String {
+    /// What ``JournalTarget/prefixedStandardError`` writes for `entry`: `<N>` followed by the message, one
+    /// prefixed line per line of the message.
+    public static func prefixedLines(_ entry: JournalEntry) -> String {
         let message = entry.value(of: .message) ?? ""
         let priority = entry.priority.rawValue
         return message.split(separator: "\n", omittingEmptySubsequences: false)
@@ -88,8 +89,9 @@ public struct Journal: Sendable {
             .joined()
     }
 
-    /// `identifier[priority]: message KEY=value ...`, the custom fields after the message, on one line.
-    static func readableLine(_ entry: JournalEntry) -> String {
+    /// What ``JournalTarget/readableStandardError`` writes for `entry`: `identifier[level]: message KEY=value ...`,
+    /// the custom fields after the message, on one line (newlines shown as `␤`).
+    public static func readableLine(_ entry: JournalEntry) -> String {
         let standard: Set<JournalFieldName> = [
             .message, .priority, .syslogIdentifier, .codeFile, .codeLine, .codeFunction,
         ]

@@ -1,0 +1,132 @@
+import Foundation
+import Systemd
+import Testing
+
+/// A datagram socket bound to a fresh path, standing in for systemd's notification socket.
+private final class NotifySocketStub {
+    let path: String
+    let fd: Int32
+
+    init() throws {
+        path = NSTemporaryDirectory() + "netdevd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func receive() -> String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        return count < 0 ? nil : String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
+    deinit {
+        close(fd)
+        unlink(path)
+    }
+}
+
+@Suite("ServiceNotifier", .serialized)
+struct NotifierTests {
+    @Test("fields are encoded in order, RELOADING with MONOTONIC_USEC, STATUS on one line")
+    func encoding() throws {
+        let text = try ServiceNotifier.encode([
+            .reloading(monotonicMicroseconds: 123_456), .status("2 links\n3 devices"), .extendTimeout(microseconds: 5),
+            .errno(22), .custom(key: "X_NETDEVD_PHASE", value: "running"),
+        ])
+        #expect(
+            text
+                == "RELOADING=1\nMONOTONIC_USEC=123456\nSTATUS=2 links 3 devices\nEXTEND_TIMEOUT_USEC=5\nERRNO=22\n"
+                + "X_NETDEVD_PHASE=running"
+        )
+        #expect(throws: NotifyError.invalidCustomKey("PHASE")) {
+            try ServiceNotifier.encode([.custom(key: "PHASE", value: "x")])
+        }
+        #expect(throws: NotifyError.invalidCustomKey("X_lower")) {
+            try ServiceNotifier.encode([.custom(key: "X_lower", value: "x")])
+        }
+    }
+
+    @Test("one datagram per send, exactly the encoded fields, to the socket in NOTIFY_SOCKET")
+    func datagrams() throws {
+        let stub = try NotifySocketStub()
+        setenv("NOTIFY_SOCKET", stub.path, 1)
+        defer { unsetenv("NOTIFY_SOCKET") }
+        let notifier = ServiceNotifier()
+        #expect(notifier.isEnabled)
+        #expect(try notifier.send([.ready, .status("ready: 2 links")]))
+        #expect(stub.receive() == "READY=1\nSTATUS=ready: 2 links")
+        #expect(try notifier.send([.stopping]))
+        #expect(stub.receive() == "STOPPING=1")
+        #expect(try notifier.send([.watchdog]))
+        #expect(stub.receive() == "WATCHDOG=1")
+    }
+
+    @Test("without NOTIFY_SOCKET nothing is sent and send says so")
+    func disabled() throws {
+        unsetenv("NOTIFY_SOCKET")
+        #expect(!ServiceNotifier().isEnabled)
+        #expect(try ServiceNotifier().send([.ready]) == false)
+    }
+
+    @Test("a NOTIFY_SOCKET that does not exist is an error, not silence")
+    func missingSocket() {
+        setenv("NOTIFY_SOCKET", "/nonexistent/netdevd-notify.sock", 1)
+        defer { unsetenv("NOTIFY_SOCKET") }
+        #expect(throws: NotifyError.self) { try ServiceNotifier().send([.ready]) }
+    }
+
+    @Test("the watchdog interval comes from WATCHDOG_USEC, only for the process WATCHDOG_PID names")
+    func watchdog() {
+        setenv("WATCHDOG_USEC", "2000000", 1)
+        setenv("WATCHDOG_PID", String(getpid()), 1)
+        #expect(ServiceNotifier.watchdogInterval() == 2_000_000)
+        setenv("WATCHDOG_PID", "1", 1)
+        #expect(ServiceNotifier.watchdogInterval() == nil)
+        unsetenv("WATCHDOG_USEC")
+        unsetenv("WATCHDOG_PID")
+        #expect(ServiceNotifier.watchdogInterval() == nil)
+    }
+
+    @Test("the monotonic clock in microseconds moves forward")
+    func monotonic() {
+        let first = ServiceNotifier.monotonicMicroseconds()
+        usleep(2_000)
+        #expect(ServiceNotifier.monotonicMicroseconds() >= first + 1_000)
+    }
+}
+
+@Suite("ListenFDs")
+struct ListenFDsTests {
+    @Test("socket-activated descriptors come back with their names, for this process only")
+    func activation() async {
+        await #expect(processExitsWith: .success) {
+            var pipes: [Int32] = [0, 0]
+            guard pipe(&pipes) == 0, dup2(pipes[0], 3) == 3, dup2(pipes[1], 4) == 4 else { exit(2) }
+            setenv("LISTEN_PID", String(getpid()), 1)
+            setenv("LISTEN_FDS", "2", 1)
+            setenv("LISTEN_FDNAMES", "varlink:other", 1)
+            let fds = ListenFDs.take()
+            guard fds == [ListenFD(fileDescriptor: 3, name: "varlink"), ListenFD(fileDescriptor: 4, name: "other")]
+            else { exit(3) }
+            guard getenv("LISTEN_FDS") == nil, ListenFDs.take().isEmpty else { exit(4) }
+            exit(0)
+        }
+        await #expect(processExitsWith: .success) {
+            setenv("LISTEN_PID", "1", 1)
+            setenv("LISTEN_FDS", "1", 1)
+            exit(ListenFDs.take().isEmpty ? 0 : 5)
+        }
+    }
+}
