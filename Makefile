@@ -2,10 +2,11 @@
 # They install what the build needs (Debian packages) when it is missing, then build.
 
 SWIFT ?= swift
+SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libsystemd-dev libudev-dev udev iproute2
 
-.PHONY: all deps build run test test-tsan lint format benchmark clean
+.PHONY: all deps build run test test-kernel test-tsan lint format benchmark clean
 
 all: build
 
@@ -27,9 +28,32 @@ build: deps
 run: deps
 	$(SWIFT) run mobius-counter
 
+# Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness.
 test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+	@$(MAKE) --no-print-directory test-kernel
+
+# The tests that need the real kernel, udevd and journald, run one at a time inside Tests/Harness/in-netns.sh (a
+# throw-away network namespace with its own /run, /dev, udevd and journald), as root. The host's links,
+# addresses, routes, namespaces, /run and /dev are compared before and after. Without root they are skipped
+# with the reason printed; with NETDEVD_REQUIRE_KERNEL_TESTS=1 (CI) not being able to run them is a failure.
+test-kernel:
+	@if [ "$$(id -u)" != 0 ]; then \
+		echo "kernel tests skipped: they need root to create a network namespace (run make test as root)"; \
+		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \
+	fi; \
+	before=$$(Tests/Harness/host-state.sh); \
+	Tests/Harness/in-netns.sh $(SWIFT) test --skip-build --no-parallel --filter Kernel; rc=$$?; \
+	after=$$(Tests/Harness/host-state.sh); \
+	if [ "$$before" != "$$after" ]; then \
+		echo "kernel tests changed the host:"; diff <(echo "$$before") <(echo "$$after"); exit 1; \
+	fi; \
+	if [ $$rc = 77 ]; then \
+		echo "kernel tests skipped: the harness cannot run here (see its message above)"; \
+		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \
+	fi; \
+	exit $$rc
 
 # ThreadSanitizer over the MobiusCore and MobiusTest tests, in a build folder of its own.
 test-tsan: deps

@@ -69,16 +69,18 @@ let package = Package(
             dependencies: ["MobiusCore", "MobiusTest"],
             swiftSettings: [.swiftLanguageMode(.v5), .unsafeFlags(["-suppress-warnings"])]
         ),
+        // Shared by the test targets that need the real kernel: the harness check and small process helpers.
+        .target(name: "KernelTestSupport", path: "Tests/KernelTestSupport", swiftSettings: strict),
         .testTarget(
             name: "SystemdTests",
-            dependencies: ["Systemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Systemd", "KernelTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        .testTarget(name: "UdevTests", dependencies: ["Udev"], swiftSettings: strict),
+        .testTarget(name: "UdevTests", dependencies: ["Udev", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "NetlinkTests",
-            dependencies: ["Netlink"],
-            resources: [.copy("Fixtures")],
+            dependencies: ["Netlink", "KernelTestSupport"],
+            exclude: ["Fixtures"],
             swiftSettings: strict
         ),
         .testTarget(

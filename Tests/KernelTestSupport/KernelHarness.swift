@@ -1,0 +1,109 @@
+import Foundation
+public import Testing
+
+/// Tests that change the kernel's state (links, addresses, routes) or read a journal run only inside
+/// `Tests/Harness/in-netns.sh`: as root, in a throw-away network namespace with its own /run, /dev, udevd and
+/// journald. Anywhere else they are skipped with ``skipReason`` printed, never silently passed.
+public enum KernelHarness {
+    /// `true` inside the harness, as root.
+    public static var isActive: Bool {
+        ProcessInfo.processInfo.environment["NETDEVD_TEST_HARNESS"] == "1" && getuid() == 0
+    }
+
+    /// Why kernel tests are skipped here.
+    public static let skipReason: Comment =
+        "needs root in a throw-away network namespace with a private udevd and journald; `make test` as root runs it through Tests/Harness/in-netns.sh"
+
+    /// The network namespace the harness made.
+    public static var namespace: String {
+        ProcessInfo.processInfo.environment["NETDEVD_TEST_NETNS"] ?? "?"
+    }
+}
+
+/// A command that failed, with what it printed.
+public struct CommandFailure: Error, CustomStringConvertible {
+    /// The command line.
+    public let command: [String]
+    /// Its exit status.
+    public let status: Int32
+    /// What it wrote to standard error.
+    public let standardError: String
+
+    /// `command` exited `status`: standard error.
+    public var description: String {
+        "`\(command.joined(separator: " "))` exited \(status): \(standardError)"
+    }
+}
+
+/// Runs `arguments[0]` (looked up in PATH) with the rest as arguments; returns standard output, throws
+/// ``CommandFailure`` on a non-zero exit.
+@discardableResult
+public func run(_ arguments: String...) throws -> String {
+    try run(arguments)
+}
+
+/// Runs `arguments[0]` (looked up in PATH) with the rest as arguments, `input` on standard input; returns
+/// standard output, throws ``CommandFailure`` on a non-zero exit.
+@discardableResult
+public func run(_ arguments: [String], input: String? = nil) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = arguments
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    let inputPipe = Pipe()
+    if input != nil {
+        process.standardInput = inputPipe
+    }
+    try process.run()
+    if let input {
+        inputPipe.fileHandleForWriting.write(Data(input.utf8))
+        try inputPipe.fileHandleForWriting.close()
+    }
+    let outData = output.fileHandleForReading.readDataToEndOfFile()
+    let errData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CommandFailure(
+            command: arguments,
+            status: process.terminationStatus,
+            standardError: String(decoding: errData, as: UTF8.self)
+        )
+    }
+    return String(decoding: outData, as: UTF8.self)
+}
+
+/// `ip ARGS...`.
+@discardableResult
+public func ip(_ arguments: String...) throws -> String {
+    try run(["ip"] + arguments)
+}
+
+/// Runs several `ip` commands in one process (`ip -batch -`), for floods.
+public func ipBatch(_ lines: [String]) throws {
+    try run(["ip", "-batch", "-"], input: lines.joined(separator: "\n") + "\n")
+}
+
+/// Parses `ip -j ...` or `journalctl -o json` output: one JSON value, or one JSON object per line.
+public func jsonObjects(_ text: String) throws -> [[String: Any]] {
+    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !trimmed.isEmpty else { return [] }
+    if trimmed.hasPrefix("[") {
+        return (try JSONSerialization.jsonObject(with: Data(trimmed.utf8)) as? [[String: Any]]) ?? []
+    }
+    return try trimmed.split(separator: "\n").compactMap { line in
+        try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    }
+}
+
+/// Polls `condition` every 10 ms until it holds or `timeout` seconds pass; returns whether it held.
+public func waitUntil(timeout: Double = 5, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+        if try condition() { return true }
+        usleep(10_000)
+    } while Date() < deadline
+    return try condition()
+}

@@ -1,0 +1,78 @@
+import Foundation
+import KernelTestSupport
+import Testing
+import Udev
+
+/// Reads a monitor until `count` devices whose sysname starts with `prefix` arrived, or 5 s pass.
+private func collect(_ monitor: UdevMonitor, prefix: String, count: Int) throws -> [UdevDevice] {
+    var devices: [UdevDevice] = []
+    _ = try waitUntil {
+        devices += try monitor.readAvailable().devices.filter { $0.sysname.hasPrefix(prefix) }
+        return devices.count >= count
+    }
+    return devices
+}
+
+@Suite("Udev against the kernel", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+struct UdevKernelTests {
+    @Test("auto picks udev when udevd runs, and says so")
+    func autoSource() throws {
+        #expect(UdevSource.resolvedAuto() == .udev)
+        #expect(try UdevMonitor(source: .auto, subsystems: ["net"]).source == .udev)
+    }
+
+    @Test(
+        "both sources see a veth pair added and removed, in order, with udev's properties from udevd",
+        arguments: [UdevSource.udev, .kernel])
+    func addAndRemove(source: UdevSource) throws {
+        let monitor = try UdevMonitor(source: source, subsystems: ["net"])
+        try ip("link", "add", "umon0", "type", "veth", "peer", "name", "umon1")
+        let added = try collect(monitor, prefix: "umon", count: 2)
+        try ip("link", "del", "umon0")
+        let removed = try collect(monitor, prefix: "umon", count: 2)
+        #expect(added.map(\.action) == ["add", "add"])
+        #expect(Set(added.map(\.sysname)) == ["umon0", "umon1"])
+        #expect(removed.map(\.action) == ["remove", "remove"])
+        #expect(added.allSatisfy { $0.subsystem == "net" && $0.sequenceNumber != nil && $0.interfaceIndex != nil })
+        if source == .udev {
+            #expect(added.allSatisfy { $0.properties["ID_NET_DRIVER"] == "veth" })
+        }
+    }
+
+    @Test("a tap device appears to the monitor and the enumerator")
+    func tapAndEnumeration() throws {
+        let monitor = try UdevMonitor(source: .udev, subsystems: ["net"])
+        try ip("tuntap", "add", "dev", "utap0", "mode", "tap")
+        defer { _ = try? ip("tuntap", "del", "dev", "utap0", "mode", "tap") }
+        let added = try collect(monitor, prefix: "utap", count: 1)
+        #expect(added.first?.action == "add")
+        let enumerated = try UdevEnumerator().devices(subsystems: ["net"])
+        let names = Set(enumerated.map(\.sysname))
+        let links = try jsonObjects(ip("-j", "link", "show")).compactMap { $0["ifname"] as? String }
+        #expect(names == Set(links))
+        let tap = enumerated.first { $0.sysname == "utap0" }
+        #expect(tap?.action == nil)
+        #expect(tap?.syspath.hasPrefix("/sys/devices/virtual/net/utap0") == true)
+    }
+
+    @Test(
+        "a flood of 300 veth pairs into a small receive buffer is reported as an overflow",
+        arguments: [UdevSource.kernel, .udev])
+    func overflow(source: UdevSource) throws {
+        let monitor = try UdevMonitor(source: source, subsystems: ["net"])
+        try monitor.setReceiveBuffer(bytes: 4096)
+        try ipBatch((0..<300).map { "link add flood\($0)a type veth peer name flood\($0)b" })
+        defer { _ = try? ipBatch((0..<300).map { "link del flood\($0)a" }) }
+        _ = try? run("udevadm", "settle", "-t", "10")
+        var overflowed = false
+        var received = 0
+        _ = try waitUntil(timeout: 2) {
+            let batch = try monitor.readAvailable()
+            overflowed = overflowed || batch.overflowed
+            received += batch.devices.count
+            return overflowed
+        }
+        #expect(overflowed, "received \(received) of 600 add events without an overflow being reported")
+        #expect(received < 600)
+    }
+}
