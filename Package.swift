@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Systemd", targets: ["Systemd"]),
         .library(name: "Udev", targets: ["Udev"]),
         .library(name: "Netlink", targets: ["Netlink"]),
+        .library(name: "NetdevSession", targets: ["NetdevSession"]),
         .executable(name: "mobius-counter", targets: ["MobiusCounter"]),
     ],
     dependencies: [
@@ -50,6 +51,7 @@ let package = Package(
         ),
         .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
         .target(name: "Netlink", swiftSettings: strict),
+        .target(name: "NetdevSession", dependencies: ["MobiusCore"], swiftSettings: strict),
         .executableTarget(
             name: "MobiusCounter",
             dependencies: ["MobiusCore"],
@@ -81,6 +83,11 @@ let package = Package(
             name: "NetlinkTests",
             dependencies: ["Netlink", "KernelTestSupport"],
             exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetdevSessionTests",
+            dependencies: ["NetdevSession", "MobiusCore", "MobiusTest"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -28,6 +28,9 @@
 # On every exit path (normal, CMD failure, harness failure, SIGINT/SIGTERM/SIGHUP) the harness
 # stops udevd and journald, terminates whatever is still running in the namespace (CMD's
 # leftover background processes included: SIGTERM, then SIGKILL after 3 s) and deletes it.
+# (A harness started with `&` from a non-interactive shell inherits SIGINT as "ignored", and
+# no shell script can trap that; stop it with SIGTERM. SIGKILL leaves the namespace behind:
+# `ip netns list | grep netdevd-test-` finds it.)
 #
 # Exit status:
 #   CMD's exit status (128+N if CMD was killed by signal N);

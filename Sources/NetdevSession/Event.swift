@@ -1,0 +1,104 @@
+/// Everything that can happen to a session: what the kernel, udev, signals, clients, timers and hooks report.
+/// Events carry full state (a link event holds the whole link), so replaying them is idempotent.
+public enum Event: Codable, Sendable, Equatable {
+    /// The enumeration with this generation finished: the state of links and devices now.
+    case enumerated(generation: Int, snapshot: Snapshot)
+    /// The enumeration with this generation failed (the reason, for the journal).
+    case enumerationFailed(generation: Int, reason: String)
+    /// rtnetlink: a link appeared or changed.
+    case linkChanged(LinkState)
+    /// rtnetlink: a link was removed.
+    case linkRemoved(index: Int32)
+    /// rtnetlink: an address was added to the link `index`.
+    case addressAdded(index: Int32, LinkAddress)
+    /// rtnetlink: an address was removed from the link `index`.
+    case addressRemoved(index: Int32, LinkAddress)
+    /// rtnetlink: a default route through the link `index` was added.
+    case defaultRouteAdded(index: Int32, DefaultRoute)
+    /// rtnetlink: a default route through the link `index` was removed.
+    case defaultRouteRemoved(index: Int32, DefaultRoute)
+    /// udev: a device appeared or changed (`action` is udev's: `add`, `change`, `bind`, ...).
+    case deviceChanged(Device, action: String)
+    /// udev: a device was removed.
+    case deviceRemoved(syspath: String)
+    /// A monitor lost events (its receive buffer overflowed).
+    case monitorOverflowed(source: MonitorSource)
+    /// A signal arrived.
+    case signalReceived(Signal)
+    /// A control-socket client asked for a reload (who, for the journal).
+    case reloadRequested(by: String)
+    /// The configuration was read (with warnings that did not stop it).
+    case configurationLoaded(Configuration, warnings: [Diagnostic])
+    /// The configuration could not be read; these are the errors.
+    case configurationRejected([Diagnostic])
+    /// The watchdog interval's half passed.
+    case watchdogTick
+    /// A timer the session started fired.
+    case timerFired(TimerID)
+    /// A hook run ended.
+    case hookRunFinished(HookRunResult)
+}
+
+/// The state read by an enumeration: every link (with addresses and default routes) and every tracked device.
+public struct Snapshot: Codable, Sendable, Equatable {
+    /// The links.
+    public var links: [Link]
+    /// The devices of the tracked subsystems.
+    public var devices: [Device]
+
+    /// A snapshot.
+    public init(links: [Link], devices: [Device]) {
+        self.links = links
+        self.devices = devices
+    }
+}
+
+/// Which monitor reported lost events.
+public enum MonitorSource: String, Codable, Sendable, CaseIterable {
+    /// The udev monitor.
+    case udev
+    /// The rtnetlink watcher.
+    case netlink
+}
+
+/// The signals the session acts on.
+public enum Signal: String, Codable, Sendable, CaseIterable {
+    /// SIGTERM: stop.
+    case terminate = "SIGTERM"
+    /// SIGINT: stop.
+    case interrupt = "SIGINT"
+    /// SIGHUP: reload the configuration.
+    case hangUp = "SIGHUP"
+}
+
+/// A problem found in the configuration, with the place it is at.
+public struct Diagnostic: Codable, Sendable, Equatable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The line (1-based), 0 when the problem is the file as a whole.
+    public var line: Int
+    /// What is wrong, and what to do.
+    public var message: String
+
+    /// A diagnostic.
+    public init(file: String, line: Int, message: String) {
+        self.file = file
+        self.line = line
+        self.message = message
+    }
+
+    /// `file:line: message`.
+    public var description: String {
+        line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)"
+    }
+}
+
+/// The timers a session starts.
+public enum TimerID: Codable, Sendable, Hashable {
+    /// A link's state must hold until this fires before its hooks run.
+    case debounce(HookSubject)
+    /// The stop waited long enough for running hooks.
+    case stopDeadline
+    /// Time to try a failed enumeration again.
+    case retryEnumeration
+}

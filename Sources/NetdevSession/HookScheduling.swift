@@ -1,0 +1,120 @@
+/// Hook scheduling as pure bookkeeping: one run at a time per subject and in order, up to the configured number
+/// of subjects at once, and a queued run replaced (dropped, counted, logged) when newer state of its subject
+/// arrives before it started.
+extension Transition {
+    mutating func enqueueLinkRun(_ link: Link, event: HookEvent, previousState: OperationalState?) {
+        var environment = [
+            LogField("NETDEVD_EVENT", event.rawValue),
+            LogField(LogField.Name.ifname, link.name),
+            LogField(LogField.Name.ifindex, String(link.index)),
+            LogField(LogField.Name.operState, event == .linkRemoved ? "removed" : link.operationalState.rawValue),
+        ]
+        if let previousState {
+            environment.append(LogField(LogField.Name.previousOperState, previousState.rawValue))
+        }
+        environment.append(LogField("NETDEVD_ADDRESSES", link.addresses.map(\.cidr).joined(separator: " ")))
+        environment.append(LogField(LogField.Name.onlineState, model.onlineState.rawValue))
+        enqueue(subject: .link(index: link.index), event: event, name: link.name, environment: environment, link: link)
+    }
+
+    mutating func enqueueDeviceRun(_ device: Device, event: HookEvent) {
+        enqueue(
+            subject: .device(syspath: device.syspath), event: event, name: device.syspath,
+            environment: [
+                LogField("NETDEVD_EVENT", event.rawValue),
+                LogField(LogField.Name.devpath, device.syspath),
+                LogField(LogField.Name.subsystem, device.subsystem),
+                LogField(LogField.Name.onlineState, model.onlineState.rawValue),
+            ],
+            device: device
+        )
+    }
+
+    mutating func enqueue(
+        subject: HookSubject,
+        event: HookEvent,
+        name: String,
+        environment: [LogField],
+        link: Link? = nil,
+        device: Device? = nil
+    ) {
+        let run = HookRun(
+            id: model.nextHookRunID, subject: subject, event: event, subjectName: name, environment: environment,
+            link: link, device: device
+        )
+        model.nextHookRunID += 1
+        if let stale = model.hooks.waiting[subject] {
+            model.counters.staleHookRunsDropped += 1
+            log(
+                6, .hookRunDropped,
+                "Dropped the queued \(stale.event.rawValue) hook run for \(stale.subjectName): newer state replaced it",
+                [
+                    LogField(LogField.Name.hookEvent, stale.event.rawValue),
+                    LogField(LogField.Name.hookRun, String(stale.id)),
+                ]
+            )
+            model.hooks.order.removeAll { $0 == subject }
+        }
+        model.hooks.waiting[subject] = run
+        model.hooks.order.append(subject)
+        startWaitingRuns()
+    }
+
+    /// Starts waiting runs, oldest first, while slots are free and their subjects are not already running.
+    mutating func startWaitingRuns() {
+        guard model.phase == .running || model.phase == .reloading || model.phase == .resyncing else { return }
+        var index = 0
+        while index < model.hooks.order.count && model.hooks.running.count < max(1, model.configuration.hookParallelism)
+        {
+            let subject = model.hooks.order[index]
+            guard model.hooks.running[subject] == nil, let run = model.hooks.waiting.removeValue(forKey: subject)
+            else {
+                index += 1
+                continue
+            }
+            model.hooks.order.remove(at: index)
+            model.hooks.running[subject] = run
+            model.counters.hookRunsStarted += 1
+            effects.append(.runHooks(run))
+        }
+    }
+
+    mutating func hookRunFinished(_ result: HookRunResult) {
+        guard let (subject, run) = model.hooks.running.first(where: { $0.value.id == result.runID }) else { return }
+        model.hooks.running[subject] = nil
+        let fields = [
+            LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id)),
+        ]
+        if result.succeeded {
+            let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
+            log(
+                6, .hookRunFinished,
+                "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
+                fields)
+        } else {
+            model.counters.hookRunsFailed += 1
+            let failures = result.hooks.filter { $0.status != .exited(0) }.map { "\($0.name): \(describe($0.status))" }
+            log(
+                4, .hookRunFailed,
+                "Hooks for \(run.event.rawValue) \(run.subjectName) failed: \(failures.joined(separator: "; "))",
+                fields)
+        }
+        if model.phase == .stopping {
+            if model.hooks.running.isEmpty {
+                effects.append(.cancelTimer(.stopDeadline))
+                finishStop()
+            }
+            return
+        }
+        startWaitingRuns()
+    }
+
+    private func describe(_ status: HookExitStatus) -> String {
+        switch status {
+        case .exited(let code): "exited with status \(code)"
+        case .killed(let signal): "killed by signal \(signal)"
+        case .timedOut: "timed out"
+        case .notStarted(let reason): "not started (\(reason))"
+        }
+    }
+}

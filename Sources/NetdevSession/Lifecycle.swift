@@ -1,0 +1,227 @@
+/// Enumeration, lost events, reload and stop: the session lifecycle of DESIGN.md.
+extension Transition {
+    /// The snapshot arrived: replay what was buffered on it, then become ready (first time) or announce what
+    /// changed while events were lost (resync).
+    mutating func finishEnumeration(generation: Int, snapshot: Snapshot) {
+        guard generation == model.enumerationGeneration, model.phase == .enumerating || model.phase == .resyncing
+        else { return }
+        let wasResync = model.phase == .resyncing
+        let previous = model
+        let tracked = Set(model.configuration.trackedSubsystems)
+        model.links = Dictionary(snapshot.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        model.devices = Dictionary(
+            snapshot.devices.filter { tracked.contains($0.subsystem) }.map { ($0.syspath, $0) },
+            uniquingKeysWith: { _, last in last }
+        )
+        for event in model.buffered {
+            model = StateFold.apply(event, to: model)
+        }
+        model.buffered = []
+        model.phase = model.reloadInFlight ? .reloading : .running
+        if wasResync {
+            announceChanges(from: previous, hooks: true)
+            log(
+                5, .resynced, "Re-read the state after lost events: \(statusLine)",
+                [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
+            )
+            effects.append(.notify([.status(statusLine)]))
+        } else {
+            for link in model.sortedLinks {
+                log(
+                    model.configuration.ignores(link.name) ? 7 : 6, .linkAdded,
+                    "\(link.name): \(link.operationalState.rawValue)\(addressSuffix(link))", linkFields(link)
+                )
+            }
+            log(
+                5, .started, "netdevd started: \(statusLine)",
+                [LogField(LogField.Name.onlineState, model.onlineState.rawValue)]
+            )
+            effects.append(.notify([.ready, .status(statusLine)]))
+        }
+        if model.reloadPending && !model.reloadInFlight {
+            model.reloadPending = false
+            beginReload(by: "a request made while enumerating")
+        }
+    }
+
+    mutating func enumerationFailed(generation: Int, reason: String) {
+        guard generation == model.enumerationGeneration, model.phase == .enumerating || model.phase == .resyncing
+        else { return }
+        log(3, .enumerationFailed, "Reading links and devices failed, retrying in 1 s: \(reason)")
+        effects.append(.startTimer(.retryEnumeration, milliseconds: 1_000))
+    }
+
+    /// A monitor lost events: re-read everything, buffering as at start. A second loss during a resync restarts
+    /// the resync.
+    mutating func overflowed(_ source: MonitorSource) {
+        switch model.phase {
+        case .running, .reloading, .enumerating, .resyncing:
+            break
+        case .starting, .stopping, .stopped:
+            return
+        }
+        model.counters.resyncs += 1
+        if model.phase != .enumerating {
+            model.phase = .resyncing
+        }
+        model.buffered = []
+        model.enumerationGeneration += 1
+        log(
+            4, .resyncStarted, "The \(source.rawValue) monitor lost events; re-reading links and devices",
+            [
+                LogField(LogField.Name.monitor, source.rawValue),
+                LogField(LogField.Name.resyncs, String(model.counters.resyncs)),
+            ]
+        )
+        effects.append(
+            .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
+    }
+
+    mutating func timerFired(_ timer: TimerID) {
+        switch timer {
+        case .debounce(let subject):
+            debounceExpired(subject)
+        case .stopDeadline:
+            guard model.phase == .stopping else { return }
+            let running = model.hooks.running.values.map(\.id).sorted()
+            if !running.isEmpty {
+                effects.append(.cancelHooks(running))
+                log(
+                    4, .hookRunsCancelled,
+                    "Stop timeout passed; cancelled \(running.count) running hook run(s)"
+                )
+            }
+            finishStop()
+        case .retryEnumeration:
+            guard model.phase == .enumerating || model.phase == .resyncing else { return }
+            model.enumerationGeneration += 1
+            model.buffered = []
+            effects.append(
+                .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
+        }
+    }
+
+    // MARK: Reload
+
+    mutating func requestReload(by requester: String) {
+        switch model.phase {
+        case .running where !model.reloadInFlight:
+            beginReload(by: requester)
+        case .running, .reloading, .enumerating, .resyncing, .starting:
+            model.reloadPending = true
+        case .stopping, .stopped:
+            break
+        }
+    }
+
+    mutating func beginReload(by requester: String) {
+        model.reloadInFlight = true
+        if model.phase == .running {
+            model.phase = .reloading
+        }
+        effects.append(.notify([.reloading, .status("Reloading configuration (\(requester))…")]))
+        effects.append(.loadConfiguration)
+    }
+
+    mutating func configurationLoaded(_ configuration: Configuration, warnings: [Diagnostic]) {
+        guard model.reloadInFlight else { return }
+        let previous = model
+        let subsystemsChanged = configuration.trackedSubsystems != model.configuration.trackedSubsystems
+        model.configuration = configuration
+        model.reloadInFlight = false
+        for warning in warnings {
+            log(4, .configurationWarning, warning.description, diagnosticFields(warning))
+        }
+        log(5, .reloaded, "Configuration reloaded: \(statusLine)")
+        endReload()
+        if model.phase == .running {
+            announceOnlineChange(from: previous)
+        }
+        if subsystemsChanged && (model.phase == .running) {
+            model.phase = .resyncing
+            model.counters.resyncs += 1
+            model.enumerationGeneration += 1
+            effects.append(
+                .enumerate(generation: model.enumerationGeneration, subsystems: configuration.trackedSubsystems))
+        }
+    }
+
+    mutating func configurationRejected(_ diagnostics: [Diagnostic]) {
+        guard model.reloadInFlight else { return }
+        model.reloadInFlight = false
+        let listed = diagnostics.map(\.description).joined(separator: "; ")
+        log(
+            3, .reloadFailed, "Configuration not reloaded, the previous one stays in force: \(listed)",
+            diagnostics.first.map(diagnosticFields) ?? []
+        )
+        endReload()
+    }
+
+    private mutating func endReload() {
+        if model.phase == .reloading {
+            model.phase = .running
+        }
+        effects.append(.notify([.ready, .status(statusLine)]))
+        if model.reloadPending && model.phase == .running {
+            model.reloadPending = false
+            beginReload(by: "a request made during the previous reload")
+        }
+    }
+
+    // MARK: Stop
+
+    mutating func stop(reason: Event) {
+        let signal = if case .signalReceived(let signal) = reason { signal.rawValue } else { "stop" }
+        switch model.phase {
+        case .stopped:
+            return
+        case .stopping:
+            // A second signal: stop waiting for hooks.
+            let running = model.hooks.running.values.map(\.id).sorted()
+            if !running.isEmpty {
+                effects.append(.cancelHooks(running))
+                log(4, .hookRunsCancelled, "\(signal) again; cancelled \(running.count) running hook run(s)")
+            }
+            finishStop()
+            return
+        default:
+            break
+        }
+        model.phase = .stopping
+        let dropped = model.hooks.waiting.count
+        model.hooks.waiting = [:]
+        model.hooks.order = []
+        for subject in model.debouncing.keys.sorted(by: { $0.description < $1.description }) {
+            effects.append(.cancelTimer(.debounce(subject)))
+        }
+        model.debouncing = [:]
+        model.buffered = []
+        effects.append(.notify([.stopping, .status("Stopping…")]))
+        log(
+            5, .stopping,
+            "\(signal) received; stopping"
+                + (dropped > 0 ? ", \(dropped) queued hook run(s) dropped" : "")
+                + (model.hooks.running.isEmpty ? "" : ", waiting for \(model.hooks.running.count) running hook run(s)"),
+            [LogField(LogField.Name.phase, Phase.stopping.rawValue)]
+        )
+        if model.hooks.running.isEmpty {
+            finishStop()
+        } else {
+            effects.append(.startTimer(.stopDeadline, milliseconds: model.configuration.stopTimeoutMilliseconds))
+        }
+    }
+
+    mutating func finishStop() {
+        model.phase = .stopped
+        model.hooks = HookQueue()
+        log(5, .stopped, "netdevd stopped")
+        effects.append(.exit(status: 0))
+    }
+
+    private func diagnosticFields(_ diagnostic: Diagnostic) -> [LogField] {
+        [
+            LogField(LogField.Name.configFile, diagnostic.file),
+            LogField(LogField.Name.configLine, String(diagnostic.line)),
+        ]
+    }
+}

@@ -1,0 +1,190 @@
+/// Every kind of journal entry the session writes, each with a fixed 128-bit `MESSAGE_ID` and a one-line
+/// explanation. This is the one list; the journal catalog (`journalctl -x`) is generated from it, and operators
+/// filter on the ids (`journalctl MESSAGE_ID=...`). Never change an id once released.
+public enum MessageKind: String, Codable, Sendable, CaseIterable {
+    /// netdevd enumerated links and devices and is ready (READY=1 was sent).
+    case started
+    /// netdevd received SIGTERM or SIGINT and is stopping; queued hook runs are dropped.
+    case stopping
+    /// netdevd stopped; running hooks finished or were cancelled.
+    case stopped
+    /// The configuration was re-read and is now in force.
+    case reloaded
+    /// The configuration could not be read; the previous one stays in force.
+    case reloadFailed
+    /// A monitor lost events (receive buffer overflow); the state is being re-read.
+    case resyncStarted
+    /// The state was re-read after lost events; the model matches the kernel again.
+    case resynced
+    /// Reading the current links or devices failed; it is retried.
+    case enumerationFailed
+    /// A network link appeared.
+    case linkAdded
+    /// A network link disappeared.
+    case linkRemoved
+    /// A link's operational state (networkd's words) changed.
+    case linkStateChanged
+    /// An IP address was added to a link.
+    case addressAdded
+    /// An IP address was removed from a link.
+    case addressRemoved
+    /// A default route was added.
+    case routeAdded
+    /// A default route was removed.
+    case routeRemoved
+    /// A device of a tracked subsystem appeared.
+    case deviceAdded
+    /// A device of a tracked subsystem disappeared.
+    case deviceRemoved
+    /// A device of a tracked subsystem changed.
+    case deviceChanged
+    /// The host's online state (offline, partial, online) changed.
+    case onlineStateChanged
+    /// A queued hook run was dropped because newer state of the same subject replaced it.
+    case hookRunDropped
+    /// The hooks for an event ran and exited successfully.
+    case hookRunFinished
+    /// A hook exited with an error, was killed, or timed out.
+    case hookRunFailed
+    /// Running hooks were cancelled because the stop timeout passed.
+    case hookRunsCancelled
+    /// The configuration has a problem that did not stop it from loading.
+    case configurationWarning
+
+    /// The `MESSAGE_ID`, 32 lower-case hex digits.
+    public var id: String {
+        switch self {
+        case .started: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a01"
+        case .stopping: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a02"
+        case .stopped: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a03"
+        case .reloaded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a04"
+        case .reloadFailed: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a05"
+        case .resyncStarted: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a06"
+        case .resynced: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a07"
+        case .enumerationFailed: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a08"
+        case .linkAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a11"
+        case .linkRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a12"
+        case .linkStateChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a13"
+        case .addressAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a14"
+        case .addressRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a15"
+        case .routeAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a16"
+        case .routeRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a17"
+        case .deviceAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a21"
+        case .deviceRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a22"
+        case .deviceChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a23"
+        case .onlineStateChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a31"
+        case .hookRunDropped: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a41"
+        case .hookRunFinished: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a42"
+        case .hookRunFailed: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a43"
+        case .hookRunsCancelled: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a44"
+        case .configurationWarning: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a51"
+        }
+    }
+
+    /// What the entry means, in one line, for the catalog.
+    public var explanation: String {
+        switch self {
+        case .started: "netdevd enumerated links and devices and is ready (READY=1 was sent)."
+        case .stopping: "netdevd received SIGTERM or SIGINT and is stopping; queued hook runs are dropped."
+        case .stopped: "netdevd stopped; running hooks finished or were cancelled."
+        case .reloaded: "The configuration was re-read and is now in force."
+        case .reloadFailed: "The configuration could not be read; the previous one stays in force."
+        case .resyncStarted: "A monitor lost events (receive buffer overflow); the state is being re-read."
+        case .resynced: "The state was re-read after lost events; the model matches the kernel again."
+        case .enumerationFailed: "Reading the current links or devices failed; it is retried."
+        case .linkAdded: "A network link appeared."
+        case .linkRemoved: "A network link disappeared."
+        case .linkStateChanged: "A link's operational state (networkd's words) changed."
+        case .addressAdded: "An IP address was added to a link."
+        case .addressRemoved: "An IP address was removed from a link."
+        case .routeAdded: "A default route was added."
+        case .routeRemoved: "A default route was removed."
+        case .deviceAdded: "A device of a tracked subsystem appeared."
+        case .deviceRemoved: "A device of a tracked subsystem disappeared."
+        case .deviceChanged: "A device of a tracked subsystem changed."
+        case .onlineStateChanged: "The host's online state (offline, partial, online) changed."
+        case .hookRunDropped: "A queued hook run was dropped because newer state of the same subject replaced it."
+        case .hookRunFinished: "The hooks for an event ran and exited successfully."
+        case .hookRunFailed: "A hook exited with an error, was killed, or timed out."
+        case .hookRunsCancelled: "Running hooks were cancelled because the stop timeout passed."
+        case .configurationWarning: "The configuration has a problem that did not stop it from loading."
+        }
+    }
+}
+
+/// A journal entry the session asks for: priority, message, kind (and so MESSAGE_ID), and fields.
+public struct LogEntry: Codable, Sendable, Equatable {
+    /// syslog priority: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
+    public var priority: Int
+    /// The human message.
+    public var message: String
+    /// The kind, which fixes the MESSAGE_ID.
+    public var kind: MessageKind
+    /// Structured fields (`NETDEVD_IFNAME`, ...), in order.
+    public var fields: [LogField]
+
+    /// An entry.
+    public init(priority: Int, message: String, kind: MessageKind, fields: [LogField] = []) {
+        self.priority = priority
+        self.message = message
+        self.kind = kind
+        self.fields = fields
+    }
+
+    /// The value of the field `name`, if present.
+    public func field(_ name: String) -> String? {
+        fields.first { $0.name == name }?.value
+    }
+}
+
+/// One structured journal field. The documented names are in ``LogField/Name``.
+public struct LogField: Codable, Sendable, Equatable {
+    /// The field name.
+    public var name: String
+    /// The value.
+    public var value: String
+
+    /// A field.
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    /// The documented field names, filterable with `journalctl NAME=value`.
+    public enum Name {
+        /// The link's name.
+        public static let ifname = "NETDEVD_IFNAME"
+        /// The link's index.
+        public static let ifindex = "NETDEVD_IFINDEX"
+        /// The link's operational state now.
+        public static let operState = "NETDEVD_OPER_STATE"
+        /// The link's operational state before.
+        public static let previousOperState = "NETDEVD_PREV_OPER_STATE"
+        /// The host's online state.
+        public static let onlineState = "NETDEVD_ONLINE_STATE"
+        /// The host's previous online state.
+        public static let previousOnlineState = "NETDEVD_PREV_ONLINE_STATE"
+        /// An address (`192.0.2.10/24`).
+        public static let address = "NETDEVD_ADDRESS"
+        /// A gateway.
+        public static let gateway = "NETDEVD_GATEWAY"
+        /// A device's sysfs path.
+        public static let devpath = "NETDEVD_DEVPATH"
+        /// A device's subsystem.
+        public static let subsystem = "NETDEVD_SUBSYSTEM"
+        /// A hook event (`link-state`, `device-added`, ...).
+        public static let hookEvent = "NETDEVD_HOOK_EVENT"
+        /// A hook run's id.
+        public static let hookRun = "NETDEVD_HOOK_RUN"
+        /// A phase (`running`, ...).
+        public static let phase = "NETDEVD_PHASE"
+        /// How many resyncs happened so far.
+        public static let resyncs = "NETDEVD_RESYNCS"
+        /// Which monitor overflowed.
+        public static let monitor = "NETDEVD_MONITOR"
+        /// A configuration file.
+        public static let configFile = "NETDEVD_CONFIG_FILE"
+        /// A configuration line.
+        public static let configLine = "NETDEVD_CONFIG_LINE"
+    }
+}

@@ -1,0 +1,104 @@
+public import MobiusCore
+
+/// The netdevd session as a Mobius loop's pure functions: ``initiate(_:)`` and ``update(_:_:)``.
+///
+/// Everything that happens to the daemon goes through `update`: kernel and udev changes, lost events, signals,
+/// reloads, timers, hook results. It reads nothing but the model and the event, so every rule is a unit test.
+public enum Session {
+    /// How many events may wait while enumerating before the session gives up on that enumeration and starts
+    /// another (a burst that large means the snapshot is stale anyway).
+    public static let bufferLimit = 10_000
+
+    /// The loop's update function.
+    public static let loopUpdate = Update<Model, Event, Effect> { model, event in update(model, event) }
+
+    /// Starts (or resumes) a session: the monitors are already subscribed when this runs (they are the loop's
+    /// event sources), so enumerating now cannot miss a change; events until the snapshot arrives are buffered.
+    public static func initiate(_ model: Model) -> First<Model, Effect> {
+        var next = model
+        next.phase = .enumerating
+        next.buffered = []
+        next.enumerationGeneration += 1
+        next.hooks = HookQueue()
+        next.debouncing = [:]
+        next.reloadInFlight = false
+        next.changeSequence += 1
+        return First(
+            model: next,
+            effects: [
+                .notify([.status("Enumerating links and devices…")]),
+                .enumerate(generation: next.enumerationGeneration, subsystems: next.configuration.trackedSubsystems),
+            ]
+        )
+    }
+
+    /// Answers `event` on `model`.
+    public static func update(_ model: Model, _ event: Event) -> Next<Model, Effect> {
+        var context = Transition(model)
+        context.model.counters.events += 1
+        switch event {
+        case .enumerated(let generation, let snapshot):
+            context.finishEnumeration(generation: generation, snapshot: snapshot)
+        case .enumerationFailed(let generation, let reason):
+            context.enumerationFailed(generation: generation, reason: reason)
+        case .linkChanged, .linkRemoved, .addressAdded, .addressRemoved, .defaultRouteAdded, .defaultRouteRemoved,
+            .deviceChanged, .deviceRemoved:
+            context.stateChanged(event)
+        case .monitorOverflowed(let source):
+            context.overflowed(source)
+        case .signalReceived(.terminate), .signalReceived(.interrupt):
+            context.stop(reason: event)
+        case .signalReceived(.hangUp):
+            context.requestReload(by: "SIGHUP")
+        case .reloadRequested(let client):
+            context.requestReload(by: client)
+        case .configurationLoaded(let configuration, let warnings):
+            context.configurationLoaded(configuration, warnings: warnings)
+        case .configurationRejected(let diagnostics):
+            context.configurationRejected(diagnostics)
+        case .watchdogTick:
+            if context.model.phase != .stopped {
+                context.effects.append(.notify([.watchdog]))
+            }
+        case .timerFired(let timer):
+            context.timerFired(timer)
+        case .hookRunFinished(let result):
+            context.hookRunFinished(result)
+        }
+        return context.next
+    }
+}
+
+/// One step of the session in progress: the model being changed and the effects collected, in order.
+struct Transition {
+    let before: Model
+    var model: Model
+    var effects: [Effect] = []
+
+    init(_ model: Model) {
+        before = model
+        self.model = model
+    }
+
+    /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change.
+    var next: Next<Model, Effect> {
+        var model = self.model
+        if model.links != before.links || model.devices != before.devices || model.phase != before.phase
+            || model.configuration != before.configuration
+        {
+            model.changeSequence = before.changeSequence + 1
+        }
+        return .next(model, effects: effects)
+    }
+
+    mutating func log(_ priority: Int, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
+        effects.append(.log(LogEntry(priority: priority, message: message, kind: kind, fields: fields)))
+    }
+
+    /// `STATUS=` text: what is tracked and whether the host is online.
+    var statusLine: String {
+        let routable = model.links.values.filter { $0.operationalState == .routable && !$0.state.isLoopback }.count
+        return "\(model.links.count) links (\(routable) routable), \(model.devices.count) devices; "
+            + "\(model.onlineState.rawValue)"
+    }
+}

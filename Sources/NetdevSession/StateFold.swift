@@ -1,0 +1,217 @@
+/// How link, address, route and device events change the model's state, with no announcements: the fold that
+/// both the live path and the replay after an enumeration use, and that tests compare against.
+public enum StateFold {
+    /// `model` after `event`; events that are not state changes leave it as it is.
+    public static func apply(_ event: Event, to model: Model) -> Model {
+        var model = model
+        switch event {
+        case .linkChanged(let state):
+            if var link = model.links[state.index] {
+                link.state = state
+                model.links[state.index] = link
+            } else {
+                model.links[state.index] = Link(state: state)
+            }
+        case .linkRemoved(let index):
+            model.links[index] = nil
+        case .addressAdded(let index, let address):
+            guard var link = model.links[index] else { break }
+            if let existing = link.addresses.firstIndex(where: { sameAddress($0, address) }) {
+                link.addresses[existing] = address
+            } else {
+                link.addresses.append(address)
+            }
+            model.links[index] = link
+        case .addressRemoved(let index, let address):
+            guard var link = model.links[index] else { break }
+            link.addresses.removeAll { sameAddress($0, address) }
+            model.links[index] = link
+        case .defaultRouteAdded(let index, let route):
+            guard var link = model.links[index] else { break }
+            if !link.defaultRoutes.contains(route) {
+                link.defaultRoutes.append(route)
+            }
+            model.links[index] = link
+        case .defaultRouteRemoved(let index, let route):
+            guard var link = model.links[index] else { break }
+            link.defaultRoutes.removeAll { $0 == route }
+            model.links[index] = link
+        case .deviceChanged(let device, _):
+            if model.configuration.trackedSubsystems.contains(device.subsystem) {
+                model.devices[device.syspath] = device
+            }
+        case .deviceRemoved(let syspath):
+            model.devices[syspath] = nil
+        default:
+            break
+        }
+        return model
+    }
+
+    /// Addresses are the same address when family, text and prefix agree (flags and scope may change).
+    static func sameAddress(_ lhs: LinkAddress, _ rhs: LinkAddress) -> Bool {
+        lhs.family == rhs.family && lhs.address == rhs.address && lhs.prefixLength == rhs.prefixLength
+    }
+}
+
+/// Live state changes and what they announce: journal entries for every change, hook runs for link states,
+/// devices and the online state.
+extension Transition {
+    mutating func stateChanged(_ event: Event) {
+        switch model.phase {
+        case .enumerating, .resyncing:
+            if model.buffered.count >= Session.bufferLimit {
+                overflowed(.netlink)
+            } else {
+                model.buffered.append(event)
+            }
+        case .running, .reloading, .stopping, .stopped, .starting:
+            let previous = model
+            model = StateFold.apply(event, to: model)
+            let hooks = model.phase == .running || model.phase == .reloading
+            if case .deviceChanged(let device, let action) = event, previous.devices[device.syspath] != nil,
+                model.devices[device.syspath] != nil
+            {
+                announceDeviceChange(device, action: action, hooks: hooks)
+            }
+            announceChanges(from: previous, hooks: hooks)
+        }
+    }
+
+    /// Journal entries (and, with `hooks`, hook runs) for everything that differs between `previous` and now.
+    mutating func announceChanges(from previous: Model, hooks: Bool) {
+        let indexes = Set(previous.links.keys).union(model.links.keys).sorted()
+        for index in indexes {
+            switch (previous.links[index], model.links[index]) {
+            case (nil, let link?):
+                let ignored = model.configuration.ignores(link.name)
+                log(
+                    ignored ? 7 : 6, .linkAdded,
+                    "\(link.name): added, \(link.operationalState.rawValue)\(addressSuffix(link))", linkFields(link))
+                if hooks && !ignored {
+                    enqueueLinkRun(link, event: .linkAdded, previousState: nil)
+                }
+            case (let old?, nil):
+                let ignored = model.configuration.ignores(old.name)
+                log(ignored ? 7 : 6, .linkRemoved, "\(old.name): removed", linkFields(old))
+                if hooks && !ignored {
+                    model.debouncing[.link(index: index)] = nil
+                    enqueueLinkRun(old, event: .linkRemoved, previousState: old.operationalState)
+                }
+            case (let old?, let link?):
+                announceLinkChange(from: old, to: link, hooks: hooks)
+            case (nil, nil):
+                break
+            }
+        }
+        let paths = Set(previous.devices.keys).union(model.devices.keys).sorted()
+        for path in paths {
+            switch (previous.devices[path], model.devices[path]) {
+            case (nil, let device?):
+                log(6, .deviceAdded, "\(device.subsystem) device \(device.sysname) added", deviceFields(device))
+                if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
+            case (let device?, nil):
+                log(6, .deviceRemoved, "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
+                if hooks { enqueueDeviceRun(device, event: .deviceRemoved) }
+            default:
+                break
+            }
+        }
+        announceOnlineChange(from: previous)
+    }
+
+    mutating func announceOnlineChange(from previous: Model) {
+        let old = previous.onlineState
+        let new = model.onlineState
+        guard old != new else { return }
+        log(
+            5, .onlineStateChanged, "Online state is now \(new.rawValue) (was \(old.rawValue))",
+            [
+                LogField(LogField.Name.onlineState, new.rawValue),
+                LogField(LogField.Name.previousOnlineState, old.rawValue),
+            ]
+        )
+        if model.phase == .running || model.phase == .reloading {
+            enqueue(
+                subject: .host, event: .onlineState, name: "host",
+                environment: [
+                    LogField("NETDEVD_EVENT", HookEvent.onlineState.rawValue),
+                    LogField(LogField.Name.onlineState, new.rawValue),
+                    LogField("NETDEVD_PREV_ONLINE_STATE", old.rawValue),
+                ]
+            )
+        }
+    }
+
+    private mutating func announceLinkChange(from old: Link, to link: Link, hooks: Bool) {
+        let ignored = model.configuration.ignores(link.name)
+        let priority = ignored ? 7 : 6
+        for address in link.addresses where !old.addresses.contains(where: { StateFold.sameAddress($0, address) }) {
+            log(
+                priority, .addressAdded, "\(link.name): address \(address.cidr) added",
+                linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
+        }
+        for address in old.addresses where !link.addresses.contains(where: { StateFold.sameAddress($0, address) }) {
+            log(
+                priority, .addressRemoved, "\(link.name): address \(address.cidr) removed",
+                linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
+        }
+        for route in link.defaultRoutes where !old.defaultRoutes.contains(route) {
+            log(
+                priority, .routeAdded, "\(link.name): default route via \(route.gateway ?? "the link") added",
+                linkFields(link) + [LogField(LogField.Name.gateway, route.gateway ?? "")])
+        }
+        for route in old.defaultRoutes where !link.defaultRoutes.contains(route) {
+            log(
+                priority, .routeRemoved, "\(link.name): default route via \(route.gateway ?? "the link") removed",
+                linkFields(link) + [LogField(LogField.Name.gateway, route.gateway ?? "")])
+        }
+        let oldState = old.operationalState
+        let newState = link.operationalState
+        guard oldState != newState else { return }
+        log(
+            priority, .linkStateChanged, "\(link.name): \(oldState.rawValue) → \(newState.rawValue)",
+            linkFields(link) + [LogField(LogField.Name.previousOperState, oldState.rawValue)]
+        )
+        guard hooks && !ignored else { return }
+        let subject = HookSubject.link(index: link.index)
+        if model.configuration.debounceMilliseconds > 0 {
+            if model.debouncing[subject] == nil {
+                model.debouncing[subject] = oldState
+            }
+            effects.append(.startTimer(.debounce(subject), milliseconds: model.configuration.debounceMilliseconds))
+        } else {
+            enqueueLinkRun(link, event: .linkState, previousState: oldState)
+        }
+    }
+
+    private mutating func announceDeviceChange(_ device: Device, action: String, hooks: Bool) {
+        log(6, .deviceChanged, "\(device.subsystem) device \(device.sysname): \(action)", deviceFields(device))
+        if hooks { enqueueDeviceRun(device, event: .deviceChanged) }
+    }
+
+    /// The state held for the debounce interval: run the hooks if it differs from the state before the burst.
+    mutating func debounceExpired(_ subject: HookSubject) {
+        guard let before = model.debouncing.removeValue(forKey: subject) else { return }
+        guard model.phase == .running || model.phase == .reloading,
+            case .link(let index) = subject, let link = model.links[index], link.operationalState != before
+        else { return }
+        enqueueLinkRun(link, event: .linkState, previousState: before)
+    }
+
+    func linkFields(_ link: Link) -> [LogField] {
+        [
+            LogField(LogField.Name.ifname, link.name),
+            LogField(LogField.Name.ifindex, String(link.index)),
+            LogField(LogField.Name.operState, link.operationalState.rawValue),
+        ]
+    }
+
+    func deviceFields(_ device: Device) -> [LogField] {
+        [LogField(LogField.Name.devpath, device.syspath), LogField(LogField.Name.subsystem, device.subsystem)]
+    }
+
+    func addressSuffix(_ link: Link) -> String {
+        link.addresses.isEmpty ? "" : " (" + link.addresses.map(\.cidr).joined(separator: ", ") + ")"
+    }
+}
