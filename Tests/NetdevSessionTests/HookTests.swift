@@ -1,0 +1,154 @@
+import MobiusCore
+import MobiusTest
+import NetdevSession
+import Testing
+
+@Suite("Hook scheduling")
+struct HookTests {
+    @Test("a link state change runs hooks with the documented environment")
+    func environment() {
+        let model = Fixture.running([Link(state: Fixture.state(2, "eth0"))])
+        let next = Session.update(model, .addressAdded(index: 2, Fixture.v4))
+        let run = Fixture.runs(next.effects).first
+        #expect(run?.event == .linkState)
+        #expect(run?.subjectName == "eth0")
+        #expect(
+            run?.environment == [
+                LogField("NETDEVD_EVENT", "link-state"), LogField("NETDEVD_IFNAME", "eth0"),
+                LogField("NETDEVD_IFINDEX", "2"), LogField("NETDEVD_OPER_STATE", "routable"),
+                LogField("NETDEVD_PREV_OPER_STATE", "carrier"), LogField("NETDEVD_ADDRESSES", "192.0.2.10/24"),
+                LogField("NETDEVD_ONLINE_STATE", "online"),
+            ]
+        )
+        #expect(Fixture.runs(next.effects).map(\.event) == [.linkState, .onlineState])
+        let kinds = Fixture.logs(next.effects).map(\.kind)
+        #expect(kinds == [.addressAdded, .linkStateChanged, .onlineStateChanged])
+        let change = Fixture.logs(next.effects)[1]
+        #expect(change.field("NETDEVD_IFNAME") == "eth0" && change.field("NETDEVD_OPER_STATE") == "routable")
+        #expect(change.field("NETDEVD_PREV_OPER_STATE") == "carrier")
+        #expect(change.kind.id == "4d0b1a6f8e2c4b7e9a31c5d2e7f80a13")
+    }
+
+    @Test("one subject runs serially: a second change waits; a third replaces it as stale (dropped, counted, logged)")
+    func serialAndStale() {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        let first = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
+        model = first.model!
+        let firstRun = Fixture.runs(first.effects).first!
+        #expect(firstRun.environment.contains(LogField("NETDEVD_OPER_STATE", "carrier")))
+        let second = Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: false)))
+        model = second.model!
+        #expect(Fixture.runs(second.effects).isEmpty)
+        let third = Session.update(model, .linkChanged(Fixture.state(2, "eth0", up: false)))
+        model = third.model!
+        #expect(model.counters.staleHookRunsDropped == 1)
+        #expect(Fixture.logs(third.effects).contains { $0.kind == .hookRunDropped })
+        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: firstRun.id, hooks: [])))
+        let next = Fixture.runs(finished.effects)
+        #expect(next.count == 1)
+        #expect(next.first?.environment.contains(LogField("NETDEVD_OPER_STATE", "off")) == true)
+        #expect(next.first?.environment.contains(LogField("NETDEVD_PREV_OPER_STATE", "no-carrier")) == true)
+    }
+
+    @Test("different subjects run in parallel up to the bound, then wait their turn in order")
+    func parallelismBound() {
+        let links = (2...5).map { Link(state: Fixture.state(Int32($0), "eth\($0)", carrier: false)) }
+        var model = Fixture.running(links, configuration: Configuration(hookParallelism: 2))
+        var started: [HookRun] = []
+        for index in 2...5 {
+            let next = Session.update(model, .linkChanged(Fixture.state(Int32(index), "eth\(index)")))
+            model = next.model!
+            started += Fixture.runs(next.effects)
+        }
+        #expect(started.map(\.subjectName) == ["eth2", "eth3"])
+        #expect(model.hooks.running.count == 2 && model.hooks.waiting.count == 2)
+        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: started[1].id, hooks: [])))
+        #expect(Fixture.runs(finished.effects).map(\.subjectName) == ["eth4"])
+    }
+
+    @Test("a flapping link with debounce: the journal has every change, hooks fire once for the state that held")
+    func debounce() {
+        var model = Fixture.running(
+            [Link(state: Fixture.state(2, "eth0", carrier: false))],
+            configuration: Configuration(debounceMilliseconds: 2_000))
+        var logs: [LogEntry] = []
+        var runs: [HookRun] = []
+        var timers: [Effect] = []
+        for carrier in [true, false, true, false, true] {
+            let next = Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: carrier)))
+            model = next.model!
+            logs += Fixture.logs(next.effects).filter { $0.kind == .linkStateChanged }
+            runs += Fixture.runs(next.effects)
+            timers += next.effects.filter { if case .startTimer = $0 { true } else { false } }
+        }
+        #expect(logs.count == 5)
+        #expect(runs.isEmpty)
+        #expect(timers.count == 5)
+        #expect(timers.first == .startTimer(.debounce(.link(index: 2)), milliseconds: 2_000))
+        let fired = Session.update(model, .timerFired(.debounce(.link(index: 2))))
+        let fire = Fixture.runs(fired.effects)
+        #expect(fire.count == 1)
+        #expect(fire.first?.environment.contains(LogField("NETDEVD_PREV_OPER_STATE", "no-carrier")) == true)
+        #expect(fire.first?.environment.contains(LogField("NETDEVD_OPER_STATE", "carrier")) == true)
+    }
+
+    @Test("a link that flaps back to where it was before the debounce runs no hook")
+    func debounceBackToStart() {
+        var model = Fixture.running(
+            [Link(state: Fixture.state(2, "eth0", carrier: false))],
+            configuration: Configuration(debounceMilliseconds: 2_000))
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: false))).model!
+        #expect(Fixture.runs(Session.update(model, .timerFired(.debounce(.link(index: 2)))).effects).isEmpty)
+    }
+
+    @Test("ignored interfaces are logged at debug priority and run no hooks")
+    func ignored() {
+        let model = Fixture.running(
+            [Link(state: Fixture.state(2, "veth9"))], configuration: Configuration(ignoredInterfaces: ["veth*"]))
+        let next = Session.update(model, .addressAdded(index: 2, Fixture.v4))
+        #expect(Fixture.runs(next.effects).isEmpty)
+        #expect(Fixture.logs(next.effects).allSatisfy { $0.priority == 7 })
+        #expect(next.model?.onlineState == .offline)
+    }
+
+    @Test("devices of tracked subsystems are added, changed and removed, with hooks; others are not kept")
+    func devices() {
+        var model = Fixture.running()
+        let disk = Device(syspath: "/sys/devices/virtual/block/loop7", sysname: "loop7", subsystem: "block")
+        let added = Session.update(model, .deviceChanged(disk, action: "add"))
+        model = added.model!
+        #expect(model.devices[disk.syspath] == disk)
+        #expect(Fixture.runs(added.effects).map(\.event) == [.deviceAdded])
+        #expect(Fixture.logs(added.effects).first?.field("NETDEVD_DEVPATH") == disk.syspath)
+        #expect(Fixture.logs(added.effects).first?.field("NETDEVD_SUBSYSTEM") == "block")
+        let changed = Session.update(model, .deviceChanged(disk, action: "change"))
+        #expect(Fixture.logs(changed.effects).map(\.kind) == [.deviceChanged])
+        let input = Device(syspath: "/sys/devices/virtual/input/input9", sysname: "input9", subsystem: "input")
+        #expect(Session.update(model, .deviceChanged(input, action: "add")).model?.devices[input.syspath] == nil)
+        let removed = Session.update(changed.model!, .deviceRemoved(syspath: disk.syspath))
+        #expect(removed.model?.devices.isEmpty == true)
+        // The add run is still running, so the change run waits; the removal makes it stale.
+        #expect(Fixture.logs(removed.effects).map(\.kind) == [.deviceRemoved, .hookRunDropped])
+    }
+
+    @Test("a failing hook is logged as a warning with its status, and counted")
+    func failingHook() {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        let next = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
+        model = next.model!
+        let run = Fixture.runs(next.effects).first!
+        let result = HookRunResult(
+            runID: run.id,
+            hooks: [
+                HookOutcome(name: "10-ok", status: .exited(0), durationMilliseconds: 5),
+                HookOutcome(name: "20-bad", status: .exited(3), durationMilliseconds: 7),
+                HookOutcome(name: "30-slow", status: .timedOut, durationMilliseconds: 30_000),
+            ])
+        let finished = Session.update(model, .hookRunFinished(result))
+        #expect(finished.model?.counters.hookRunsFailed == 1)
+        let entry = Fixture.logs(finished.effects).first
+        #expect(entry?.kind == .hookRunFailed && entry?.priority == 4)
+        #expect(entry?.message.contains("20-bad: exited with status 3; 30-slow: timed out") == true)
+    }
+}

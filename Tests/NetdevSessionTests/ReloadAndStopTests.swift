@@ -1,0 +1,119 @@
+import MobiusCore
+import MobiusTest
+import NetdevSession
+import Testing
+
+@Suite("Reload and stop")
+struct ReloadAndStopTests {
+    @Test("SIGHUP: RELOADING=1 (with MONOTONIC_USEC, added when sent), load, then READY=1 with the new config")
+    func reload() {
+        var model = Fixture.running([Fixture.routable(2, "eth0")])
+        let hup = Session.update(model, .signalReceived(.hangUp))
+        model = hup.model!
+        #expect(model.phase == .reloading)
+        #expect(
+            hup.effects == [.notify([.reloading, .status("Reloading configuration (SIGHUP)…")]), .loadConfiguration])
+        var configuration = Configuration()
+        configuration.debounceMilliseconds = 500
+        let loaded = Session.update(model, .configurationLoaded(configuration, warnings: []))
+        #expect(loaded.model?.phase == .running)
+        #expect(loaded.model?.configuration.debounceMilliseconds == 500)
+        #expect(Fixture.notifications(loaded.effects).first == .ready)
+        #expect(Fixture.logs(loaded.effects).map(\.kind) == [.reloaded])
+    }
+
+    @Test("a broken drop-in keeps the old configuration and logs the error with file and line")
+    func brokenReload() {
+        var model = Fixture.running()
+        model = Session.update(model, .reloadRequested(by: "uid 0")).model!
+        let diagnostic = Diagnostic(
+            file: "/etc/netdevd/netdevd.conf.d/50-bad.conf", line: 12,
+            message: "unknown key 'Requiredinterface', did you mean 'RequiredInterfaces'?")
+        let rejected = Session.update(model, .configurationRejected([diagnostic]))
+        #expect(rejected.model?.configuration == Configuration())
+        #expect(rejected.model?.phase == .running)
+        let entry = Fixture.logs(rejected.effects).first
+        #expect(entry?.kind == .reloadFailed && entry?.priority == 3)
+        #expect(entry?.field("NETDEVD_CONFIG_FILE") == "/etc/netdevd/netdevd.conf.d/50-bad.conf")
+        #expect(entry?.field("NETDEVD_CONFIG_LINE") == "12")
+        #expect(entry?.message.contains("50-bad.conf:12: unknown key 'Requiredinterface'") == true)
+        #expect(Fixture.notifications(rejected.effects).first == .ready)
+    }
+
+    @Test("a reload asked for while enumerating runs after the snapshot; one asked for during a reload, after it")
+    func deferredReloads() {
+        var model = Session.initiate(Model()).model
+        model = Session.update(model, .signalReceived(.hangUp)).model!
+        #expect(model.reloadPending && model.phase == .enumerating)
+        let done = Session.update(model, .enumerated(generation: 1, snapshot: Snapshot(links: [], devices: [])))
+        #expect(done.effects.contains(.loadConfiguration))
+        model = done.model!
+        #expect(model.phase == .reloading)
+        model = Session.update(model, .signalReceived(.hangUp)).model!
+        let loaded = Session.update(model, .configurationLoaded(Configuration(), warnings: []))
+        #expect(loaded.effects.filter { $0 == .loadConfiguration }.count == 1)
+        #expect(loaded.model?.phase == .reloading)
+    }
+
+    @Test("configuration warnings are logged with file and line; the configuration still applies")
+    func warnings() {
+        var model = Fixture.running()
+        model = Session.update(model, .signalReceived(.hangUp)).model!
+        let warning = Diagnostic(file: "/etc/netdevd/netdevd.conf", line: 3, message: "HookTimeoutSec= is very short")
+        let loaded = Session.update(
+            model, .configurationLoaded(Configuration(hookTimeoutMilliseconds: 10), warnings: [warning]))
+        #expect(Fixture.logs(loaded.effects).map(\.kind) == [.configurationWarning, .reloaded])
+        #expect(loaded.model?.configuration.hookTimeoutMilliseconds == 10)
+    }
+
+    @Test("SIGTERM with nothing running: STOPPING=1, journal, exit 0")
+    func stopIdle() {
+        let stop = Session.update(Fixture.running(), .signalReceived(.terminate))
+        #expect(stop.model?.phase == .stopped)
+        #expect(Fixture.notifications(stop.effects) == [.stopping, .status("Stopping…")])
+        #expect(Fixture.logs(stop.effects).map(\.kind) == [.stopping, .stopped])
+        #expect(stop.effects.last == .exit(status: 0))
+    }
+
+    @Test("SIGTERM while enumerating stops at once; the late snapshot is ignored")
+    func stopWhileEnumerating() {
+        let model = Session.initiate(Model()).model
+        let stop = Session.update(model, .signalReceived(.interrupt))
+        #expect(stop.model?.phase == .stopped)
+        #expect(stop.effects.last == .exit(status: 0))
+        let late = Session.update(stop.model!, .enumerated(generation: 1, snapshot: Snapshot(links: [], devices: [])))
+        #expect(late.effects.isEmpty)
+        #expect(late.model?.phase == .stopped)
+    }
+
+    @Test("SIGTERM while hooks run: queued runs dropped, running ones get the stop timeout, then exit 0")
+    func stopWhileHooksRun() {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: false))).model!
+        #expect(model.hooks.running.count == 1 && model.hooks.waiting.count == 1)
+        let stop = Session.update(model, .signalReceived(.terminate))
+        model = stop.model!
+        #expect(model.phase == .stopping)
+        #expect(model.hooks.waiting.isEmpty)
+        #expect(stop.effects.contains(.startTimer(.stopDeadline, milliseconds: 10_000)))
+        #expect(Fixture.logs(stop.effects).first?.message.contains("1 queued hook run(s) dropped") == true)
+        let runID = model.hooks.running.values.first!.id
+        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: runID, hooks: [])))
+        #expect(finished.model?.phase == .stopped)
+        #expect(finished.effects.contains(.cancelTimer(.stopDeadline)))
+        #expect(finished.effects.last == .exit(status: 0))
+    }
+
+    @Test("a hook still running at the stop deadline is cancelled, and netdevd exits 0")
+    func stopDeadline() {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!
+        model = Session.update(model, .signalReceived(.terminate)).model!
+        let runID = model.hooks.running.values.first!.id
+        let deadline = Session.update(model, .timerFired(.stopDeadline))
+        #expect(deadline.effects.first == .cancelHooks([runID]))
+        #expect(deadline.model?.phase == .stopped)
+        #expect(deadline.effects.last == .exit(status: 0))
+    }
+}
