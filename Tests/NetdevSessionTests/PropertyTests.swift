@@ -1,0 +1,240 @@
+import Foundation
+import MobiusCore
+import NetdevSession
+import Testing
+
+/// A deterministic generator, so a failing sequence reproduces from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+/// A simulated host: the kernel's truth, what the session was told, and the hook runs it started. Drives a
+/// session with random events the way the daemon would, and checks the invariants after every step.
+struct Simulation {
+    var random: SeededGenerator
+    var model: Model
+    /// The kernel's real state, kept by a naive fold that shares no code with the session.
+    var truth: [Int32: Link] = [:]
+    /// The truth when each enumeration was requested, by generation.
+    var dumps: [Int: [Int32: Link]] = [:]
+    var outstandingRuns: [Int: HookSubject] = [:]
+    var finishedRuns: Set<Int> = []
+    var cancelledRuns: Set<Int> = []
+    var events: [Event] = []
+    var failures: [String] = []
+
+    static let legal: [Phase: Set<Phase>] = [
+        .starting: [.enumerating],
+        .enumerating: [.running, .reloading, .stopped],
+        .running: [.resyncing, .reloading, .stopping, .stopped],
+        .resyncing: [.running, .reloading, .stopping, .stopped, .enumerating],
+        .reloading: [.running, .resyncing, .stopping, .stopped],
+        .stopping: [.stopped],
+        .stopped: [],
+    ]
+
+    init(seed: UInt64) {
+        random = SeededGenerator(seed: seed)
+        truth = [1: Fixture.loopback]
+        let first = Session.initiate(Model(configuration: Configuration(hookParallelism: 2)))
+        model = first.model
+        observe(first.effects, before: .starting)
+    }
+
+    mutating func send(_ event: Event) {
+        events.append(event)
+        let before = model.phase
+        let next = Session.update(model, event)
+        model = next.model ?? model
+        observe(next.effects, before: before)
+    }
+
+    mutating func observe(_ effects: [Effect], before: Phase) {
+        if model.phase != before && !(Self.legal[before]?.contains(model.phase) ?? false) {
+            failures.append("illegal transition \(before) → \(model.phase)")
+        }
+        for effect in effects {
+            switch effect {
+            case .enumerate(let generation, _):
+                dumps[generation] = truth
+            case .runHooks(let run):
+                if outstandingRuns.values.contains(run.subject) {
+                    failures.append("two runs at once for \(run.subject)")
+                }
+                outstandingRuns[run.id] = run.subject
+            case .cancelHooks(let ids):
+                cancelledRuns.formUnion(ids)
+            default:
+                break
+            }
+        }
+        let running = Set(model.hooks.running.values.map(\.id))
+        if !running.isSubset(of: Set(outstandingRuns.keys)) {
+            failures.append("model runs \(running) not among started runs")
+        }
+    }
+
+    /// A random kernel change: applied to the truth, and delivered unless `lost`.
+    mutating func kernelChange(lost: Bool) {
+        let index = Int32.random(in: 2...5, using: &random)
+        let event: Event
+        switch Int.random(in: 0..<6, using: &random) {
+        case 0, 1:
+            let state = Fixture.state(
+                index, "eth\(index)", up: Bool.random(using: &random), carrier: Bool.random(using: &random))
+            event = .linkChanged(state)
+        case 2:
+            event = .linkRemoved(index: index)
+        case 3:
+            event = .addressAdded(
+                index: index, [Fixture.v4, Fixture.v6, Fixture.v6LinkLocal].randomElement(using: &random)!)
+        case 4:
+            event = .addressRemoved(
+                index: index, [Fixture.v4, Fixture.v6, Fixture.v6LinkLocal].randomElement(using: &random)!)
+        default:
+            event = .defaultRouteAdded(index: index, DefaultRoute(family: .ipv4, gateway: "192.0.2.1"))
+        }
+        naiveFold(event)
+        if !lost {
+            send(event)
+        }
+    }
+
+    /// The kernel's rules, written independently: what the truth becomes after `event`.
+    mutating func naiveFold(_ event: Event) {
+        switch event {
+        case .linkChanged(let state):
+            truth[state.index] = Link(
+                state: state, addresses: truth[state.index]?.addresses ?? [],
+                defaultRoutes: truth[state.index]?.defaultRoutes ?? [])
+        case .linkRemoved(let index):
+            truth[index] = nil
+        case .addressAdded(let index, let address):
+            if truth[index] != nil && !truth[index]!.addresses.contains(address) {
+                truth[index]!.addresses.append(address)
+            }
+        case .addressRemoved(let index, let address):
+            truth[index]?.addresses.removeAll { $0 == address }
+        case .defaultRouteAdded(let index, let route):
+            if truth[index] != nil && !truth[index]!.defaultRoutes.contains(route) {
+                truth[index]!.defaultRoutes.append(route)
+            }
+        default:
+            break
+        }
+    }
+
+    mutating func step() {
+        switch Int.random(in: 0..<20, using: &random) {
+        case 0...8:
+            kernelChange(lost: false)
+        case 9:
+            // Events lost to an overflow, then the overflow is reported.
+            for _ in 0..<Int.random(in: 1...3, using: &random) { kernelChange(lost: true) }
+            send(.monitorOverflowed(source: Bool.random(using: &random) ? .udev : .netlink))
+        case 10, 11:
+            if let dump = dumps[model.enumerationGeneration], model.phase == .enumerating || model.phase == .resyncing {
+                send(
+                    .enumerated(
+                        generation: model.enumerationGeneration,
+                        snapshot: Snapshot(links: Array(dump.values), devices: [])))
+            }
+        case 12, 13, 14:
+            if let id = outstandingRuns.keys.sorted().randomElement(using: &random) {
+                outstandingRuns[id] = nil
+                finishedRuns.insert(id)
+                send(.hookRunFinished(HookRunResult(runID: id, hooks: [])))
+            }
+        case 15:
+            send(.signalReceived(.hangUp))
+        case 16:
+            if model.reloadInFlight {
+                send(
+                    Bool.random(using: &random)
+                        ? .configurationLoaded(Configuration(hookParallelism: 2), warnings: [])
+                        : .configurationRejected([Diagnostic(file: "x.conf", line: 1, message: "bad")]))
+            }
+        case 17:
+            send(.watchdogTick)
+        case 18:
+            send(.timerFired(.debounce(.link(index: Int32.random(in: 2...5, using: &random)))))
+        default:
+            if Int.random(in: 0..<10, using: &random) == 0 {
+                send(.signalReceived(.terminate))
+            }
+        }
+    }
+
+    /// Brings the session to rest: the current enumeration answered, every run finished, reloads answered.
+    mutating func settle() {
+        for _ in 0..<50 {
+            if model.phase == .enumerating || model.phase == .resyncing, let dump = dumps[model.enumerationGeneration] {
+                send(
+                    .enumerated(
+                        generation: model.enumerationGeneration,
+                        snapshot: Snapshot(links: Array(dump.values), devices: [])))
+            } else if model.reloadInFlight {
+                send(.configurationLoaded(Configuration(hookParallelism: 2), warnings: []))
+            } else if let id = outstandingRuns.keys.sorted().first {
+                outstandingRuns[id] = nil
+                finishedRuns.insert(id)
+                send(.hookRunFinished(HookRunResult(runID: id, hooks: [])))
+            } else {
+                return
+            }
+        }
+    }
+}
+
+@Suite("Session properties over random event sequences")
+struct PropertyTests {
+    @Test("invariants hold for 2,000 random sequences of up to 80 events")
+    func invariants() throws {
+        for seed in UInt64(1)...2_000 {
+            var simulation = Simulation(seed: seed)
+            for _ in 0..<Int.random(in: 10...80, using: &simulation.random) {
+                simulation.step()
+            }
+            simulation.settle()
+            let context = "seed \(seed)"
+            #expect(simulation.failures.isEmpty, "\(context): \(simulation.failures)")
+            if simulation.model.phase == .running {
+                #expect(simulation.model.links == simulation.truth, "\(context): the model drifted from the kernel")
+            }
+            let unaccounted = simulation.outstandingRuns.keys.filter { !simulation.cancelledRuns.contains($0) }
+            #expect(unaccounted.isEmpty, "\(context): runs never finished or cancelled: \(unaccounted)")
+            if !simulation.failures.isEmpty { return }
+        }
+    }
+
+    @Test("replaying the same events gives the same models and effects, and models and events survive JSON")
+    func replayAndCodable() throws {
+        let encoder = JSONEncoder()
+        let decoder = JSONDecoder()
+        for seed in UInt64(1)...200 {
+            var simulation = Simulation(seed: seed)
+            let start = simulation.model
+            for _ in 0..<60 { simulation.step() }
+            let once = Session.replay(events: simulation.events, from: start)
+            let twice = Session.replay(events: simulation.events, from: start)
+            #expect(once == twice, "seed \(seed)")
+            #expect(once.last?.model ?? start == simulation.model, "seed \(seed)")
+            let model = try decoder.decode(Model.self, from: encoder.encode(simulation.model))
+            #expect(model == simulation.model, "seed \(seed)")
+            let events = try decoder.decode([Event].self, from: encoder.encode(simulation.events))
+            #expect(events == simulation.events, "seed \(seed)")
+        }
+    }
+}
