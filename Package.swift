@@ -113,4 +113,13 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         )
     )
+    package.targets.append(
+        .executableTarget(
+            name: "SessionBenchmarks",
+            dependencies: ["NetdevSession", .product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/SessionBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    )
 }

@@ -6,7 +6,8 @@ extension Transition {
         guard generation == model.enumerationGeneration, model.phase == .enumerating || model.phase == .resyncing
         else { return }
         let wasResync = model.phase == .resyncing
-        let previous = model
+        let previous = PreviousState(everythingIn: model)
+        stateTouched = true
         let tracked = Set(model.configuration.trackedSubsystems)
         model.links = Dictionary(snapshot.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
         model.devices = Dictionary(
@@ -14,7 +15,7 @@ extension Transition {
             uniquingKeysWith: { _, last in last }
         )
         for event in model.buffered {
-            model = StateFold.apply(event, to: model)
+            StateFold.apply(event, to: &model)
         }
         model.buffered = []
         model.phase = model.reloadInFlight ? .reloading : .running
@@ -61,6 +62,7 @@ extension Transition {
             return
         }
         model.counters.resyncs += 1
+        stateTouched = true
         if model.phase != .enumerating {
             model.phase = .resyncing
         }
@@ -125,7 +127,7 @@ extension Transition {
 
     mutating func configurationLoaded(_ configuration: Configuration, warnings: [Diagnostic]) {
         guard model.reloadInFlight else { return }
-        let previous = model
+        let previousOnline = model.onlineState
         let subsystemsChanged = configuration.trackedSubsystems != model.configuration.trackedSubsystems
         model.configuration = configuration
         model.reloadInFlight = false
@@ -135,7 +137,7 @@ extension Transition {
         log(5, .reloaded, "Configuration reloaded: \(statusLine)")
         endReload()
         if model.phase == .running {
-            announceOnlineChange(from: previous)
+            announceOnlineChange(from: previousOnline)
         }
         if subsystemsChanged && (model.phase == .running) {
             model.phase = .resyncing

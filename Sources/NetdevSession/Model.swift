@@ -101,7 +101,7 @@ public struct Model: Codable, Sendable, Equatable {
 public enum OnlineEvaluation {
     /// `online`, `partial` or `offline` for `links` under `configuration`.
     public static func state(of links: some Collection<Link>, configuration: Configuration) -> OnlineState {
-        let candidates = links.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
+        let candidates = links.lazy.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
         if configuration.requiredInterfaces.isEmpty {
             return candidates.contains { satisfies($0, configuration.minimumOperationalState, configuration) }
                 ? .online : .offline
@@ -110,7 +110,8 @@ public enum OnlineEvaluation {
         for requirement in configuration.requiredInterfaces {
             let minimum = requirement.minimumState ?? configuration.minimumOperationalState
             let matching = candidates.filter { Glob.matches(requirement.pattern, $0.name) }
-            if !matching.isEmpty && matching.allSatisfy({ satisfies($0, minimum, configuration) }) {
+            if matching.contains(where: { _ in true }) && matching.allSatisfy({ satisfies($0, minimum, configuration) })
+            {
                 met += 1
             }
         }

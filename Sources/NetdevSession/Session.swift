@@ -71,22 +71,27 @@ public enum Session {
 
 /// One step of the session in progress: the model being changed and the effects collected, in order.
 struct Transition {
-    let before: Model
+    /// What `next` compares against; not the whole model, which would make every change copy its dictionaries.
+    let phaseBefore: Phase
+    let configurationBefore: Configuration
+    let sequenceBefore: Int
     var model: Model
     var effects: [Effect] = []
+    /// Links or devices changed (set where the change is made, so `next` need not compare whole dictionaries).
+    var stateTouched = false
 
     init(_ model: Model) {
-        before = model
+        phaseBefore = model.phase
+        configurationBefore = model.configuration
+        sequenceBefore = model.changeSequence
         self.model = model
     }
 
     /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change.
     var next: Next<Model, Effect> {
         var model = self.model
-        if model.links != before.links || model.devices != before.devices || model.phase != before.phase
-            || model.configuration != before.configuration
-        {
-            model.changeSequence = before.changeSequence + 1
+        if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore {
+            model.changeSequence = sequenceBefore + 1
         }
         return .next(model, effects: effects)
     }

@@ -4,6 +4,12 @@ public enum StateFold {
     /// `model` after `event`; events that are not state changes leave it as it is.
     public static func apply(_ event: Event, to model: Model) -> Model {
         var model = model
+        apply(event, to: &model)
+        return model
+    }
+
+    /// Changes `model` in place (no copy of its dictionaries) as `event` says.
+    public static func apply(_ event: Event, to model: inout Model) {
         switch event {
         case .linkChanged(let state):
             if var link = model.links[state.index] {
@@ -45,12 +51,55 @@ public enum StateFold {
         default:
             break
         }
-        return model
     }
 
     /// Addresses are the same address when family, text and prefix agree (flags and scope may change).
     static func sameAddress(_ lhs: LinkAddress, _ rhs: LinkAddress) -> Bool {
         lhs.family == rhs.family && lhs.address == rhs.address && lhs.prefixLength == rhs.prefixLength
+    }
+}
+
+/// The one link or device a state event is about.
+enum ChangeScope {
+    case link(Int32)
+    case device(String)
+
+    init?(_ event: Event) {
+        switch event {
+        case .linkChanged(let state): self = .link(state.index)
+        case .linkRemoved(let index), .addressAdded(let index, _), .addressRemoved(let index, _),
+            .defaultRouteAdded(let index, _), .defaultRouteRemoved(let index, _):
+            self = .link(index)
+        case .deviceChanged(let device, _): self = .device(device.syspath)
+        case .deviceRemoved(let syspath): self = .device(syspath)
+        default: return nil
+        }
+    }
+}
+
+/// What announcements compare against: the part of the model before a change that the change can have touched
+/// (one link or device for a live event, everything for a resync), and the online state.
+struct PreviousState {
+    var links: [Int32: Link]
+    var devices: [String: Device]
+    var onlineState: OnlineState
+
+    init(scope: ChangeScope, of model: Model) {
+        switch scope {
+        case .link(let index):
+            links = model.links[index].map { [index: $0] } ?? [:]
+            devices = [:]
+        case .device(let syspath):
+            links = [:]
+            devices = model.devices[syspath].map { [syspath: $0] } ?? [:]
+        }
+        onlineState = model.onlineState
+    }
+
+    init(everythingIn model: Model) {
+        links = model.links
+        devices = model.devices
+        onlineState = model.onlineState
     }
 }
 
@@ -66,21 +115,44 @@ extension Transition {
                 model.buffered.append(event)
             }
         case .running, .reloading, .stopping, .stopped, .starting:
-            let previous = model
-            model = StateFold.apply(event, to: model)
+            guard let scope = ChangeScope(event) else { return }
+            let previous = PreviousState(scope: scope, of: model)
+            StateFold.apply(event, to: &model)
             let hooks = model.phase == .running || model.phase == .reloading
+            switch scope {
+            case .link(let index):
+                stateTouched = previous.links[index] != model.links[index]
+            case .device(let syspath):
+                stateTouched = previous.devices[syspath] != model.devices[syspath]
+            }
             if case .deviceChanged(let device, let action) = event, previous.devices[device.syspath] != nil,
                 model.devices[device.syspath] != nil
             {
+                stateTouched = true
                 announceDeviceChange(device, action: action, hooks: hooks)
             }
-            announceChanges(from: previous, hooks: hooks)
+            if stateTouched {
+                announceChanges(from: previous, hooks: hooks, in: scope)
+            }
         }
     }
 
-    /// Journal entries (and, with `hooks`, hook runs) for everything that differs between `previous` and now.
-    mutating func announceChanges(from previous: Model, hooks: Bool) {
-        let indexes = Set(previous.links.keys).union(model.links.keys).sorted()
+    /// Journal entries (and, with `hooks`, hook runs) for what differs between `previous` and now: within
+    /// `scope` (the one link or device an event is about), or everywhere (after a resync) when `scope` is `nil`.
+    mutating func announceChanges(from previous: PreviousState, hooks: Bool, in scope: ChangeScope? = nil) {
+        let indexes: [Int32]
+        let paths: [String]
+        switch scope {
+        case .link(let index):
+            indexes = [index]
+            paths = []
+        case .device(let syspath):
+            indexes = []
+            paths = [syspath]
+        case nil:
+            indexes = Set(previous.links.keys).union(model.links.keys).sorted()
+            paths = Set(previous.devices.keys).union(model.devices.keys).sorted()
+        }
         for index in indexes {
             switch (previous.links[index], model.links[index]) {
             case (nil, let link?):
@@ -104,7 +176,6 @@ extension Transition {
                 break
             }
         }
-        let paths = Set(previous.devices.keys).union(model.devices.keys).sorted()
         for path in paths {
             switch (previous.devices[path], model.devices[path]) {
             case (nil, let device?):
@@ -117,11 +188,10 @@ extension Transition {
                 break
             }
         }
-        announceOnlineChange(from: previous)
+        announceOnlineChange(from: previous.onlineState)
     }
 
-    mutating func announceOnlineChange(from previous: Model) {
-        let old = previous.onlineState
+    mutating func announceOnlineChange(from old: OnlineState) {
         let new = model.onlineState
         guard old != new else { return }
         log(
