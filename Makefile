@@ -24,9 +24,10 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Until the netdevd daemon exists, `make run` runs the MobiusCore example: a controller counting timer ticks.
+# netdevd in the foreground, with no configuration file (the defaults), logging readable lines to the terminal.
+# Without root it still watches links and devices; hooks in /etc/netdevd/hooks.d run when it is root.
 run: deps
-	$(SWIFT) run mobius-counter
+	$(SWIFT) run netdevd --log-target console --config /etc/netdevd/netdevd.conf
 
 # Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness.
 test: deps

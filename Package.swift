@@ -19,12 +19,14 @@ let package = Package(
         .library(name: "Udev", targets: ["Udev"]),
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "NetdevSession", targets: ["NetdevSession"]),
+        .executable(name: "netdevd", targets: ["netdevd"]),
         .executable(name: "mobius-counter", targets: ["MobiusCounter"]),
     ],
     dependencies: [
         .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.10.0"),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -52,6 +54,16 @@ let package = Package(
         .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
         .target(name: "Netlink", swiftSettings: strict),
         .target(name: "NetdevSession", dependencies: ["MobiusCore"], swiftSettings: strict),
+        .target(
+            name: "NetdevDaemon",
+            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "netdevd",
+            dependencies: ["NetdevDaemon", "Systemd", "Udev", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "MobiusCounter",
             dependencies: ["MobiusCore"],
@@ -88,6 +100,11 @@ let package = Package(
         .testTarget(
             name: "NetdevSessionTests",
             dependencies: ["NetdevSession", "MobiusCore", "MobiusTest"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "NetdevDaemonTests",
+            dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "KernelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

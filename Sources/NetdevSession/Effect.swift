@@ -1,5 +1,8 @@
+public import MobiusCore
+
 /// Everything the session asks the outside world to do. The daemon's effect handlers carry them out and report
 /// back with events.
+@CasePathable
 public enum Effect: Sendable, Equatable {
     /// Read links, addresses, routes and devices; answer with ``Event/enumerated(generation:snapshot:)``.
     case enumerate(generation: Int, subsystems: [String])

@@ -40,7 +40,7 @@ extension Transition {
     ) {
         let run = HookRun(
             id: model.nextHookRunID, subject: subject, event: event, subjectName: name, environment: environment,
-            link: link, device: device
+            link: link, device: device, timeoutMilliseconds: model.configuration.hookTimeoutMilliseconds
         )
         model.nextHookRunID += 1
         if let stale = model.hooks.waiting[subject] {
@@ -88,7 +88,7 @@ extension Transition {
         if result.succeeded {
             let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
             log(
-                6, .hookRunFinished,
+                result.hooks.isEmpty ? 7 : 6, .hookRunFinished,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
                 fields)
         } else {

@@ -52,6 +52,8 @@ public struct HookRun: Codable, Sendable, Equatable {
     public var link: Link?
     /// The device, for device events.
     public var device: Device?
+    /// How long each hook may run, in milliseconds (the configuration's when the run was queued).
+    public var timeoutMilliseconds: Int
 
     /// A hook run.
     public init(
@@ -61,8 +63,10 @@ public struct HookRun: Codable, Sendable, Equatable {
         subjectName: String,
         environment: [LogField],
         link: Link? = nil,
-        device: Device? = nil
+        device: Device? = nil,
+        timeoutMilliseconds: Int = 30_000
     ) {
+        self.timeoutMilliseconds = timeoutMilliseconds
         self.id = id
         self.subject = subject
         self.event = event

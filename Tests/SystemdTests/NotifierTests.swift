@@ -1,41 +1,7 @@
 import Foundation
+import KernelTestSupport
 import Systemd
 import Testing
-
-/// A datagram socket bound to a fresh path, standing in for systemd's notification socket.
-private final class NotifySocketStub {
-    let path: String
-    let fd: Int32
-
-    init() throws {
-        path = NSTemporaryDirectory() + "netdevd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    func receive() -> String? {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = recv(fd, &buffer, buffer.count, 0)
-        return count < 0 ? nil : String(decoding: buffer[0..<count], as: UTF8.self)
-    }
-
-    deinit {
-        close(fd)
-        unlink(path)
-    }
-}
 
 @Suite("ServiceNotifier", .serialized)
 struct NotifierTests {
@@ -60,7 +26,7 @@ struct NotifierTests {
 
     @Test("one datagram per send, exactly the encoded fields, to the socket in NOTIFY_SOCKET")
     func datagrams() throws {
-        let stub = try NotifySocketStub()
+        let stub = try NotifySocket()
         setenv("NOTIFY_SOCKET", stub.path, 1)
         defer { unsetenv("NOTIFY_SOCKET") }
         let notifier = ServiceNotifier()

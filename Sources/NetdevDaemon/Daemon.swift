@@ -1,0 +1,159 @@
+import Dispatch
+import Foundation
+import MobiusCore
+import NetdevSession
+import Netlink
+import Synchronization
+public import Systemd
+public import Udev
+
+/// The daemon's settings, from the command line.
+public struct DaemonOptions: Sendable {
+    /// The main configuration file (drop-ins are read from `<file>.d/`).
+    public var configurationFile = "/etc/netdevd/netdevd.conf"
+    /// The control socket's path (used by the control plane).
+    public var socketPath = "/run/netdevd/io.netdevd"
+    /// Which udev source to monitor.
+    public var udevSource: UdevSource = .auto
+    /// Where log entries go; `nil` chooses (journal if its socket exists, else the console).
+    public var logTarget: JournalTarget?
+    /// The lowest journal priority written (7 writes debug entries too).
+    public var maximumPriority = 6
+    /// A file to append every processed event to, as JSON lines, for replay.
+    public var recordFile: String?
+    /// The hook directories, highest priority first.
+    public var hookDirectories = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
+
+    /// The defaults.
+    public init() {}
+}
+
+/// netdevd: a MobiusController running the session, fed by the udev monitor, the rtnetlink watcher, signals and
+/// the watchdog, with effect handlers for enumeration, the journal, sd_notify, configuration, hooks, timers and
+/// exit. One serial queue is the event loop; blocking work (dumps, configuration files, hooks) runs elsewhere.
+public final class Daemon: Sendable {
+    let options: DaemonOptions
+    private let journal: Journal
+    private let notifier = ServiceNotifier()
+    private let loopQueue = DispatchQueue(label: "netdevd.loop")
+    private let ioQueue = DispatchQueue(label: "netdevd.io", attributes: .concurrent)
+    private let exitStatus = Mutex<Int32?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let notifyWarned = Mutex(false)
+
+    /// A daemon with `options`; nothing starts until ``run()``.
+    public init(options: DaemonOptions) {
+        self.options = options
+        self.journal = Journal(identifier: "netdevd", target: options.logTarget)
+    }
+
+    /// Runs until the session exits; returns the exit status. Start-up problems (no netlink socket) are logged
+    /// and give status 1.
+    public func run() -> Int32 {
+        let monitor: UdevMonitor
+        let watcher: RouteWatcher
+        do {
+            monitor = try UdevMonitor(source: options.udevSource, subsystems: [])
+            watcher = try RouteWatcher()
+        } catch {
+            log(3, "netdevd cannot start: \(error)")
+            return 1
+        }
+        let sourceNote =
+            options.udevSource == .auto && monitor.source == .kernel
+            ? " (auto: udevd is not running, so raw kernel uevents without udev's properties)" : ""
+        log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
+
+        let configuration: Configuration
+        switch ConfigurationLoader(mainFile: options.configurationFile).load() {
+        case .loaded(let loaded, let warnings):
+            configuration = loaded
+            for warning in warnings { log(4, warning.description) }
+        case .rejected(let errors):
+            for error in errors { log(3, error.description) }
+            log(3, "netdevd cannot start with this configuration; fix the errors above")
+            return 1
+        }
+
+        let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
+        var sources = CompositeEventSourceBuilder<Event>()
+            .addEventSource(UdevEventSource(monitor: monitor, queue: ioQueue, problem: problem))
+            .addEventSource(NetlinkEventSource(watcher: watcher, queue: ioQueue, problem: problem))
+            .addEventSource(SignalEventSource(queue: ioQueue))
+        if let interval = ServiceNotifier.watchdogInterval() {
+            sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
+        }
+        let hooks = HookRunner(directories: options.hookDirectories, journal: journal)
+        let timers = Timers(queue: ioQueue)
+        let effects = EffectHandlers(daemon: self, hooks: hooks, timers: timers, ioQueue: ioQueue)
+        var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
+            .withEventSource(sources.build())
+        if let recordFile = options.recordFile, let recorder = EventRecorder(path: recordFile) {
+            builder = builder.withLogger(recorder)
+        }
+        let controller = builder.makeController(
+            from: Model(configuration: configuration),
+            initiate: Session.initiate,
+            loopQueue: loopQueue,
+            viewQueue: ioQueue
+        )
+        controller.start()
+        finished.wait()
+        controller.stop()
+        timers.cancelAll()
+        return exitStatus.withLock { $0 } ?? 0
+    }
+
+    /// Ends ``run()`` with `status`.
+    func exit(status: Int32) {
+        let first = exitStatus.withLock { current -> Bool in
+            guard current == nil else { return false }
+            current = status
+            return true
+        }
+        if first {
+            finished.signal()
+        }
+    }
+
+    /// Writes a session log entry.
+    func write(_ entry: LogEntry) {
+        guard entry.priority <= options.maximumPriority, let id = JournalMessageID(entry.kind.id) else { return }
+        var journalEntry = JournalEntry(
+            message: entry.message, priority: JournalPriority(rawValue: entry.priority) ?? .info, messageID: id)
+        for field in entry.fields {
+            journalEntry.append(.normalizing(field.name), field.value)
+        }
+        try? journal.send(journalEntry)
+    }
+
+    /// Writes a daemon message that is not a session entry.
+    func log(_ priority: Int, _ message: String) {
+        guard priority <= options.maximumPriority else { return }
+        try? journal.send(JournalEntry(message: message, priority: JournalPriority(rawValue: priority) ?? .info))
+    }
+
+    /// Sends a notification; the first failure is logged, later ones are not (NOTIFY_SOCKET pointing nowhere).
+    func notify(_ notifications: [NetdevSession.Notification]) {
+        let fields = notifications.flatMap { notification -> [NotifyField] in
+            switch notification {
+            case .ready: [.ready]
+            case .reloading: [.reloading(monotonicMicroseconds: ServiceNotifier.monotonicMicroseconds())]
+            case .stopping: [.stopping]
+            case .watchdog: [.watchdog]
+            case .status(let text): [.status(text)]
+            }
+        }
+        do {
+            try notifier.send(fields)
+        } catch {
+            let warn = notifyWarned.withLock { warned -> Bool in
+                defer { warned = true }
+                return !warned
+            }
+            if warn {
+                log(4, "\(error); further notification failures are not logged")
+            }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Dispatch
+import MobiusCore
+import NetdevSession
+import Netlink
+import Udev
+
+/// The session's effects, carried out: an ``EffectRouter`` with one route per kind of effect. Blocking work
+/// (dumps, enumeration, configuration files) runs on the I/O queue; hooks on the runner's threads.
+struct EffectHandlers: Sendable {
+    let router: EffectRouter<Effect, Event>
+
+    init(daemon: Daemon, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
+        let configurationFile = daemon.options.configurationFile
+        let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
+            Connection(
+                acceptClosure: { timer in
+                    timers.start(timer.0, milliseconds: timer.milliseconds) { fired in consumer(.timerFired(fired)) }
+                },
+                disposeClosure: { timers.cancelAll() }
+            )
+        }
+        router = EffectRouter<Effect, Event>()
+            .routeCase(\.enumerate).on(queue: ioQueue).toEvent { generation, subsystems in
+                Self.enumerate(generation: generation, subsystems: subsystems)
+            }
+            .routeCase(\.log).to { entry in daemon.write(entry) }
+            .routeCase(\.notify).to { notifications in daemon.notify(notifications) }
+            .routeCase(\.loadConfiguration).on(queue: ioQueue).toEvent { _ in
+                switch ConfigurationLoader(mainFile: configurationFile).load() {
+                case .loaded(let configuration, let warnings): .configurationLoaded(configuration, warnings: warnings)
+                case .rejected(let errors): .configurationRejected(errors)
+                }
+            }
+            .routeCase(\.runHooks).to { run, callback in
+                hooks.start(run, timeoutMilliseconds: run.timeoutMilliseconds) { result in
+                    callback.end(with: .hookRunFinished(result))
+                }
+                return EmptyDisposable()
+            }
+            .routeCase(\.cancelHooks).to { ids in hooks.cancel(ids) }
+            .routeCase(\.startTimer).to(timerConnection)
+            .routeCase(\.cancelTimer).to { id in timers.cancel(id) }
+            .routeCase(\.exit).to { status in daemon.exit(status: status) }
+    }
+
+    static func enumerate(generation: Int, subsystems: [String]) -> Event {
+        do {
+            let dump = try RouteDumper().snapshot()
+            let devices = subsystems.isEmpty ? [] : try UdevEnumerator().devices(subsystems: subsystems)
+            return .enumerated(generation: generation, snapshot: KernelValues.snapshot(dump, devices: devices))
+        } catch let error as NetlinkError {
+            return .enumerationFailed(generation: generation, reason: error.description)
+        } catch {
+            return .enumerationFailed(generation: generation, reason: "\(error)")
+        }
+    }
+}

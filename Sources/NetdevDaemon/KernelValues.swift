@@ -1,0 +1,109 @@
+import NetdevSession
+import Netlink
+import Udev
+
+/// Turns the adapters' values into the session's: the one place where netlink and udev words meet the
+/// session's.
+enum KernelValues {
+    static func linkState(_ link: NetlinkLink) -> LinkState {
+        LinkState(
+            index: link.index,
+            name: link.name,
+            kind: link.kind,
+            macAddress: link.macAddress,
+            mtu: link.mtu.map(Int.init),
+            isUp: link.flags.contains(.up),
+            hasLowerUp: link.flags.contains(.lowerUp),
+            isLoopback: link.flags.contains(.loopback),
+            kernelState: kernelState(link.operationalState)
+        )
+    }
+
+    static func kernelState(_ state: Netlink.OperationalState) -> KernelOperationalState {
+        switch state {
+        case .unknown: .unknown
+        case .notPresent: .notPresent
+        case .down: .down
+        case .lowerLayerDown: .lowerLayerDown
+        case .testing: .testing
+        case .dormant: .dormant
+        case .up: .up
+        }
+    }
+
+    static func address(_ address: NetlinkAddress) -> LinkAddress {
+        LinkAddress(
+            family: family(address.family),
+            address: address.address,
+            prefixLength: Int(address.prefixLength),
+            scope: Int(address.scope),
+            isTentative: address.flags.contains(.tentative) || address.flags.contains(.dadFailed)
+        )
+    }
+
+    static func family(_ family: Netlink.AddressFamily) -> NetdevSession.AddressFamily {
+        family == .ipv4 ? .ipv4 : .ipv6
+    }
+
+    static func defaultRoute(_ route: NetlinkRoute) -> DefaultRoute? {
+        guard route.isDefault, route.type == 1 else { return nil }
+        return DefaultRoute(family: family(route.family), gateway: route.gateway, metric: route.metric.map(Int.init))
+    }
+
+    /// The session events a netlink message means (none for routes that are not main-table defaults).
+    static func events(_ message: RouteMessage) -> [Event] {
+        switch message {
+        case .newLink(let link):
+            return [.linkChanged(linkState(link))]
+        case .deletedLink(let link):
+            return [.linkRemoved(index: link.index)]
+        case .newAddress(let address):
+            return [.addressAdded(index: address.interfaceIndex, self.address(address))]
+        case .deletedAddress(let address):
+            return [.addressRemoved(index: address.interfaceIndex, self.address(address))]
+        case .newRoute(let route):
+            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return [] }
+            return [.defaultRouteAdded(index: index, value)]
+        case .deletedRoute(let route):
+            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return [] }
+            return [.defaultRouteRemoved(index: index, value)]
+        }
+    }
+
+    static func device(_ device: UdevDevice) -> Device {
+        Device(
+            syspath: device.syspath,
+            sysname: device.sysname,
+            subsystem: device.subsystem ?? "",
+            devtype: device.devtype,
+            devnode: device.devnode,
+            driver: device.driver,
+            properties: device.properties
+        )
+    }
+
+    /// The session event a udev event means.
+    static func event(_ device: UdevDevice) -> Event {
+        if device.action == "remove" {
+            return .deviceRemoved(syspath: device.syspath)
+        }
+        return .deviceChanged(self.device(device), action: device.action ?? "change")
+    }
+
+    /// A snapshot from a netlink dump and a udev enumeration.
+    static func snapshot(_ dump: NetlinkSnapshot, devices: [UdevDevice]) -> Snapshot {
+        var links: [Int32: Link] = [:]
+        for link in dump.links {
+            links[link.index] = Link(state: linkState(link))
+        }
+        for address in dump.addresses {
+            links[address.interfaceIndex]?.addresses.append(self.address(address))
+        }
+        for route in dump.routes {
+            if let index = route.outputInterfaceIndex, let value = defaultRoute(route) {
+                links[index]?.defaultRoutes.append(value)
+            }
+        }
+        return Snapshot(links: links.values.sorted { $0.index < $1.index }, devices: devices.map(device))
+    }
+}

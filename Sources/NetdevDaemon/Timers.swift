@@ -1,0 +1,47 @@
+import Dispatch
+import MobiusCore
+import NetdevSession
+import Synchronization
+
+/// The session's timers: one Dispatch timer per ``TimerID``; starting one that runs restarts it.
+final class Timers: Sendable {
+    private let queue: DispatchQueue
+    private let running = Mutex<[TimerID: SourceHandle]>([:])
+
+    init(queue: DispatchQueue) {
+        self.queue = queue
+    }
+
+    func start(_ id: TimerID, milliseconds: Int, fire: @escaping @Sendable (TimerID) -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(milliseconds))
+        let handle = SourceHandle(timer)
+        timer.setEventHandler { [weak self] in
+            let current = self?.running.withLock { running -> Bool in
+                guard running[id] === handle else { return false }
+                running[id] = nil
+                return true
+            }
+            if current == true {
+                fire(id)
+            }
+        }
+        timer.resume()
+        running.withLock { running in
+            running[id]?.cancel()
+            running[id] = handle
+        }
+    }
+
+    func cancel(_ id: TimerID) {
+        running.withLock { $0.removeValue(forKey: id) }?.cancel()
+    }
+
+    func cancelAll() {
+        for handle in running.withLock({ running in
+            defer { running = [:] }; return Array(running.values)
+        }) {
+            handle.cancel()
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import ArgumentParser
+import NetdevDaemon
+import Systemd
+import Udev
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `netdevd`: watches network links and devices, tells systemd and the journal, runs hooks.
+@main
+struct NetdevdCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "netdevd",
+        abstract: "Watch network links and devices; log every change, tell systemd, run hooks.",
+        discussion: """
+            Runs in the foreground. Under systemd it is a Type=notify service; at a terminal it logs readable \
+            lines. Configuration: /etc/netdevd/netdevd.conf and netdevd.conf.d/*.conf (see netdevd.conf(5)).
+            Signals: SIGHUP reloads the configuration, SIGTERM and SIGINT stop.
+            """,
+        version: "0.1.0"
+    )
+
+    @Option(help: "The configuration file; drop-ins are read from <file>.d/.")
+    var config = "/etc/netdevd/netdevd.conf"
+
+    @Option(help: "The control socket's path.")
+    var socket = "/run/netdevd/io.netdevd"
+
+    @Option(help: "The uevent source: auto (udev when udevd runs), udev or kernel.")
+    var udevSource: UdevSourceOption = .auto
+
+    @Option(help: "Where to log: auto, journal or console.")
+    var logTarget: LogTarget = .auto
+
+    @Option(help: "The lowest level logged: debug, info, notice, warning or error.")
+    var logLevel: LogLevel = .info
+
+    @Option(help: "Append every processed event to this file as JSON lines, for replay.")
+    var record: String?
+
+    @Option(name: .customLong("hooks-dir"), help: "A hook directory, highest priority first (repeatable).")
+    var hooksDirectories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
+
+    func run() throws {
+        var options = DaemonOptions()
+        options.configurationFile = config
+        options.socketPath = socket
+        options.udevSource = UdevSource(rawValue: udevSource.rawValue) ?? .auto
+        options.logTarget = logTarget.target
+        options.maximumPriority = logLevel.priority
+        options.recordFile = record
+        options.hookDirectories = hooksDirectories
+        let status = Daemon(options: options).run()
+        throw ExitCode(status)
+    }
+}
+
+/// `--udev-source`.
+enum UdevSourceOption: String, ExpressibleByArgument, CaseIterable {
+    case auto, udev, kernel
+}
+
+/// `--log-target`.
+enum LogTarget: String, ExpressibleByArgument, CaseIterable {
+    case auto, journal, console
+
+    var target: JournalTarget? {
+        switch self {
+        case .auto: nil
+        case .journal: .journal
+        case .console: isatty(STDERR_FILENO) == 1 ? .readableStandardError : .prefixedStandardError
+        }
+    }
+}
+
+/// `--log-level`.
+enum LogLevel: String, ExpressibleByArgument, CaseIterable {
+    case debug, info, notice, warning, error
+
+    var priority: Int {
+        switch self {
+        case .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        }
+    }
+}
