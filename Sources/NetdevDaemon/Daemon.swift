@@ -23,6 +23,10 @@ public struct DaemonOptions: Sendable {
     public var recordFile: String?
     /// The hook directories, highest priority first.
     public var hookDirectories = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
+    /// The monitors' receive buffer in bytes (large by default, so floods rarely overflow; tests make it small).
+    public var receiveBufferBytes = 128 * 1024 * 1024
+    /// How long a hook has between SIGTERM and SIGKILL.
+    public var hookKillGraceMilliseconds = 5_000
 
     /// The defaults.
     public init() {}
@@ -53,8 +57,10 @@ public final class Daemon: Sendable {
         let monitor: UdevMonitor
         let watcher: RouteWatcher
         do {
-            monitor = try UdevMonitor(source: options.udevSource, subsystems: [])
-            watcher = try RouteWatcher()
+            monitor = try UdevMonitor(
+                source: options.udevSource, subsystems: [],
+                receiveBufferBytes: Int32(clamping: options.receiveBufferBytes))
+            watcher = try RouteWatcher(receiveBufferBytes: options.receiveBufferBytes)
         } catch {
             log(3, "netdevd cannot start: \(error)")
             return 1
@@ -83,7 +89,9 @@ public final class Daemon: Sendable {
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
         }
-        let hooks = HookRunner(directories: options.hookDirectories, journal: journal)
+        let hooks = HookRunner(
+            directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
+            journal: journal)
         let timers = Timers(queue: ioQueue)
         let effects = EffectHandlers(daemon: self, hooks: hooks, timers: timers, ioQueue: ioQueue)
         var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
@@ -98,11 +106,29 @@ public final class Daemon: Sendable {
             viewQueue: ioQueue
         )
         controller.start()
+        #if DEBUG
+        // Test builds only: SIGUSR1 blocks the loop queue for 3 s, so a test can see the watchdog pings stop.
+        let blocker =
+            ProcessInfo.processInfo.environment["NETDEVD_TEST_BLOCK_LOOP_ON_SIGUSR1"] == "1"
+            ? blockLoopOnSIGUSR1() : nil
+        defer { blocker?.cancel() }
+        #endif
         finished.wait()
         controller.stop()
         timers.cancelAll()
         return exitStatus.withLock { $0 } ?? 0
     }
+
+    #if DEBUG
+    private func blockLoopOnSIGUSR1() -> SourceHandle {
+        signal(SIGUSR1, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: ioQueue)
+        let loopQueue = self.loopQueue
+        source.setEventHandler { loopQueue.async { sleep(3) } }
+        source.resume()
+        return SourceHandle(source)
+    }
+    #endif
 
     /// Ends ``run()`` with `status`.
     func exit(status: Int32) {

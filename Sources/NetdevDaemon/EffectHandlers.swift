@@ -11,6 +11,7 @@ struct EffectHandlers: Sendable {
 
     init(daemon: Daemon, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
         let configurationFile = daemon.options.configurationFile
+        let notifyQueue = DispatchQueue(label: "netdevd.notify")
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
                 acceptClosure: { timer in
@@ -24,7 +25,8 @@ struct EffectHandlers: Sendable {
                 Self.enumerate(generation: generation, subsystems: subsystems)
             }
             .routeCase(\.log).to { entry in daemon.write(entry) }
-            .routeCase(\.notify).to { notifications in daemon.notify(notifications) }
+            // Its own serial queue: sd_notify blocks while the manager's queue is full, and the loop must not.
+            .routeCase(\.notify).on(queue: notifyQueue).to { notifications in daemon.notify(notifications) }
             .routeCase(\.loadConfiguration).on(queue: ioQueue).toEvent { _ in
                 switch ConfigurationLoader(mainFile: configurationFile).load() {
                 case .loaded(let configuration, let warnings): .configurationLoaded(configuration, warnings: warnings)

@@ -42,6 +42,12 @@ struct NetdevdCommand: ParsableCommand {
     @Option(name: .customLong("hooks-dir"), help: "A hook directory, highest priority first (repeatable).")
     var hooksDirectories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
 
+    @Option(help: ArgumentHelp("The monitors' receive buffer in bytes.", visibility: .hidden))
+    var receiveBuffer = 128 * 1024 * 1024
+
+    @Option(help: ArgumentHelp("Milliseconds between a hook's SIGTERM and SIGKILL.", visibility: .hidden))
+    var hookKillGrace = 5_000
+
     func run() throws {
         var options = DaemonOptions()
         options.configurationFile = config
@@ -51,6 +57,8 @@ struct NetdevdCommand: ParsableCommand {
         options.maximumPriority = logLevel.priority
         options.recordFile = record
         options.hookDirectories = hooksDirectories
+        options.receiveBufferBytes = receiveBuffer
+        options.hookKillGraceMilliseconds = hookKillGrace
         let status = Daemon(options: options).run()
         throw ExitCode(status)
     }

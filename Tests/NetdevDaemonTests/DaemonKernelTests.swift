@@ -15,7 +15,12 @@ final class RunningDaemon {
             .deletingLastPathComponent().appendingPathComponent(".build/debug/netdevd").path
     }
 
-    init(hook: String? = nil, extraArguments: [String] = []) throws {
+    init(
+        hook: String? = nil,
+        configuration: String? = nil,
+        extraArguments: [String] = [],
+        environment extra: [String: String] = [:]
+    ) throws {
         directory = NSTemporaryDirectory() + "netdevd-daemon-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory + "/hooks.d", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(
@@ -24,6 +29,9 @@ final class RunningDaemon {
             let path = directory + "/hooks.d/50-record"
             try hook.write(toFile: path, atomically: true, encoding: .utf8)
             chmod(path, 0o755)
+        }
+        if let configuration {
+            try configuration.write(toFile: directory + "/netdevd.conf", atomically: true, encoding: .utf8)
         }
         notify = try NotifySocket()
         process.executableURL = URL(fileURLWithPath: Self.binary)
@@ -34,6 +42,7 @@ final class RunningDaemon {
             ] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.path
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         try process.run()
     }
@@ -42,10 +51,11 @@ final class RunningDaemon {
         kill(process.processIdentifier, number)
     }
 
-    /// Waits for the exit; returns the status, or `nil` after `timeout` seconds.
+    /// Waits for the exit, reading notifications meanwhile as systemd would; returns the status, or `nil` after
+    /// `timeout` seconds.
     func exitStatus(timeout: Double = 10) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
+        while process.isRunning && Date() < deadline { _ = notify.receive(timeout: 0.01) }
         return process.isRunning ? nil : process.terminationStatus
     }
 
@@ -58,11 +68,17 @@ final class RunningDaemon {
     }
 }
 
-/// Journal entries whose `field` is `value`, polled until `condition` holds on them.
-func journal(_ field: String, _ value: String, until condition: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+/// Journal entries of `daemon` whose `field` is `value`, polled until `condition` holds on them.
+func journal(
+    of daemon: RunningDaemon,
+    _ field: String,
+    _ value: String,
+    until condition: ([[String: Any]]) -> Bool
+) throws -> [[String: Any]] {
     var entries: [[String: Any]] = []
+    let pid = "_PID=\(daemon.process.processIdentifier)"
     _ = try waitUntil(timeout: 10) {
-        entries = try jsonObjects(run("journalctl", "--no-pager", "-o", "json", "\(field)=\(value)"))
+        entries = try jsonObjects(run("journalctl", "--no-pager", "--all", "-o", "json", "\(field)=\(value)", pid))
         return condition(entries)
     }
     return entries
@@ -84,7 +100,7 @@ struct DaemonKernelTests {
         try ip("link", "set", "dmn1", "up")
         try ip("link", "set", "dmn0", "up")
         try ip("addr", "add", "192.0.2.77/24", "dev", "dmn0")
-        let entries = try journal("NETDEVD_IFNAME", "dmn0") { entries in
+        let entries = try journal(of: daemon, "NETDEVD_IFNAME", "dmn0") { entries in
             entries.contains { ($0["MESSAGE"] as? String)?.hasSuffix("→ routable") == true }
         }
         let routable = try #require(entries.first { ($0["MESSAGE"] as? String)?.hasSuffix("→ routable") == true })
@@ -116,7 +132,7 @@ struct DaemonKernelTests {
         daemon.signal(SIGHUP)
         #expect(daemon.notify.receive(until: "RELOADING=1") != nil)
         #expect(daemon.notify.receive(until: "READY=1") != nil)
-        let failures = try journal("MESSAGE_ID", MessageKind.reloadFailed.id) { !$0.isEmpty }
+        let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { !$0.isEmpty }
         let failure = try #require(failures.last)
         #expect(failure["NETDEVD_CONFIG_FILE"] as? String == broken)
         #expect(failure["NETDEVD_CONFIG_LINE"] as? String == "2")
@@ -143,9 +159,122 @@ struct DaemonKernelTests {
         }
         let lines = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         #expect(lines.contains("link-added hk0 link-added hk0 off"))
-        let hookOutput = try journal("SYSLOG_IDENTIFIER", "50-record") { !$0.isEmpty }
+        let hookOutput = try journal(of: daemon, "SYSLOG_IDENTIFIER", "50-record") { !$0.isEmpty }
         #expect(hookOutput.contains { ($0["MESSAGE"] as? String)?.hasPrefix("hook saw") == true })
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
+    }
+}
+
+/// The daemon's peak resident memory in KiB (VmHWM).
+func peakMemoryKiB(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+    return line?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+}
+
+@Suite("netdevd on bad days", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+struct DaemonBadDayTests {
+    @Test("WATCHDOG_USEC set: WATCHDOG=1 about every half interval; with the loop queue blocked, the pings stop")
+    func watchdog() throws {
+        let daemon = try RunningDaemon(environment: [
+            "WATCHDOG_USEC": "400000", "NETDEVD_TEST_BLOCK_LOOP_ON_SIGUSR1": "1",
+        ])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        var pings = 0
+        let start = Date()
+        while Date().timeIntervalSince(start) < 1.0 {
+            if daemon.notify.receive(timeout: 0.5)?.contains("WATCHDOG=1") == true { pings += 1 }
+        }
+        #expect((3...7).contains(pings), "\(pings) pings in 1 s with a 400 ms watchdog")
+        daemon.signal(SIGUSR1)
+        usleep(300_000)
+        while daemon.notify.receive(timeout: 0.05) != nil {}
+        var pingsWhileBlocked = 0
+        let blocked = Date()
+        while Date().timeIntervalSince(blocked) < 2.0 {
+            if daemon.notify.receive(timeout: 0.2)?.contains("WATCHDOG=1") == true { pingsWhileBlocked += 1 }
+        }
+        #expect(pingsWhileBlocked == 0)
+        #expect(daemon.notify.receive(until: "WATCHDOG=1", timeout: 3) != nil, "pings resume once the loop runs")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("NOTIFY_SOCKET pointing at nothing: one warning, no crash, a clean stop")
+    func notifySocketMissing() throws {
+        let marker = "/run/netdevd-test-nowhere-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let daemon = try RunningDaemon(environment: ["NOTIFY_SOCKET": marker])
+        let warnings = try journal(of: daemon, "SYSLOG_IDENTIFIER", "netdevd") { entries in
+            entries.contains {
+                ($0["MESSAGE"] as? String)?.contains("further notification failures are not logged") == true
+            }
+        }
+        #expect(warnings.filter { ($0["MESSAGE"] as? String)?.contains("notification failures") == true }.count >= 1)
+        try ip("link", "add", "nsk0", "type", "veth", "peer", "name", "nsk1")
+        try ip("link", "del", "nsk0")
+        usleep(200_000)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("a hook that ignores SIGTERM is killed after the grace period; its status and duration are logged")
+    func stubbornHook() throws {
+        let daemon = try RunningDaemon(
+            hook: "#!/bin/sh\ntrap '' TERM\nsleep 30\n",
+            configuration: "[Hooks]\nTimeoutSec=300ms\n",
+            extraArguments: ["--hook-kill-grace", "500"]
+        )
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let started = Date()
+        try ip("link", "add", "stb0", "type", "veth", "peer", "name", "stb1")
+        defer { _ = try? ip("link", "del", "stb0") }
+        let failed = try journal(of: daemon, "MESSAGE_ID", MessageKind.hookRunFailed.id) { !$0.isEmpty }
+        let message = failed.first?["MESSAGE"] as? String ?? ""
+        #expect(message.contains("50-record: timed out"), "\(message)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+
+    @Test("a hook that prints 50 MB does not grow the daemon's memory")
+    func noisyHook() throws {
+        let daemon = try RunningDaemon(hook: "#!/bin/sh\nyes x | head -c 50000000\necho done\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let before = try #require(peakMemoryKiB(daemon.process.processIdentifier))
+        try ip("link", "add", "nsy0", "type", "veth", "peer", "name", "nsy1")
+        defer { _ = try? ip("link", "del", "nsy0") }
+        let output = try journal(of: daemon, "SYSLOG_IDENTIFIER", "50-record") { !$0.isEmpty }
+        let tail = try #require(output.first?["MESSAGE"] as? String)
+        #expect(tail.hasSuffix("x\ndone"))
+        #expect(tail.utf8.count <= 4096)
+        let after = try #require(peakMemoryKiB(daemon.process.processIdentifier))
+        #expect(after - before < 10_000, "peak memory grew from \(before) KiB to \(after) KiB")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+
+    @Test(
+        "500 veth pairs into a small receive buffer: the resync is logged and the recorded session replays to the kernel's links"
+    )
+    func overflowAndReplay() throws {
+        let record = NSTemporaryDirectory() + "netdevd-record-\(UInt32.random(in: 0...UInt32.max)).jsonl"
+        defer { try? FileManager.default.removeItem(atPath: record) }
+        let daemon = try RunningDaemon(extraArguments: ["--receive-buffer", "8192", "--record", record])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ipBatch((0..<500).map { "link add burst\($0)a type veth peer name burst\($0)b" })
+        defer { _ = try? ipBatch((0..<500).map { "link del burst\($0)a" }) }
+        let resynced = try journal(of: daemon, "MESSAGE_ID", MessageKind.resynced.id) { !$0.isEmpty }
+        #expect(!resynced.isEmpty, "no resync was logged")
+        usleep(1_000_000)
+        let kernel = try jsonObjects(ip("-j", "link", "show")).compactMap { $0["ifname"] as? String }.sorted()
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+        let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
+        let events = try lines.map { try JSONDecoder().decode(Event.self, from: Data($0.utf8)) }
+        let start = Session.initiate(Model()).model
+        let steps = Session.replay(events: events, from: start)
+        let beforeStop = try #require(steps.last { $0.model.phase == .running })
+        #expect(beforeStop.model.links.values.map(\.name).sorted() == kernel)
     }
 }
