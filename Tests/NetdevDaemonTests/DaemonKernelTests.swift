@@ -278,3 +278,52 @@ struct DaemonBadDayTests {
         #expect(beforeStop.model.links.values.map(\.name).sorted() == kernel)
     }
 }
+
+@Suite("netdevd without journald or udevd", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+struct DaemonWithoutServicesTests {
+    @Test(
+        "no journald socket: it logs <N>-prefixed lines to standard error; no udevd: auto picks the kernel source and says so"
+    )
+    func consoleAndKernelSource() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        // A private mount namespace with /run/systemd/journal and /run/udev hidden: no journal, no udevd.
+        process.arguments = [
+            "--mount", "--propagation", "private", "sh", "-c",
+            "mount -t tmpfs tmpfs /run/systemd/journal && mount -t tmpfs tmpfs /run/udev && exec \"$0\" --config /nonexistent.conf --hooks-dir /nonexistent",
+            RunningDaemon.binary,
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = nil
+        process.environment = environment
+        try process.run()
+        usleep(1_500_000)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0)
+        #expect(output.contains("<6>Monitoring udev source 'kernel' (auto: udevd is not running"), "\(output)")
+        #expect(output.contains("<5>netdevd started:"), "\(output)")
+        #expect(output.contains("<5>netdevd stopped"), "\(output)")
+    }
+}
+
+extension DaemonBadDayTests {
+    @Test("a hook run made stale by newer state of the same link is dropped and logged, not run")
+    func staleRunDropped() throws {
+        let daemon = try RunningDaemon(hook: "#!/bin/sh\nsleep 1\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "stl0", "type", "veth", "peer", "name", "stl1")
+        defer { _ = try? ip("link", "del", "stl0") }
+        for _ in 0..<3 {
+            try ip("link", "set", "stl0", "up")
+            try ip("link", "set", "stl0", "down")
+        }
+        let dropped = try journal(of: daemon, "MESSAGE_ID", MessageKind.hookRunDropped.id) { !$0.isEmpty }
+        #expect(!dropped.isEmpty)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+}
