@@ -83,8 +83,8 @@ public final class Daemon: Sendable {
 
         let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
         var sources = CompositeEventSourceBuilder<Event>()
-            .addEventSource(UdevEventSource(monitor: monitor, queue: ioQueue, problem: problem))
-            .addEventSource(NetlinkEventSource(watcher: watcher, queue: ioQueue, problem: problem))
+            .addEventSource(ReadableEventSource.udev(monitor, queue: ioQueue, problem: problem))
+            .addEventSource(ReadableEventSource.netlink(watcher, queue: ioQueue, problem: problem))
             .addEventSource(SignalEventSource(queue: ioQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))

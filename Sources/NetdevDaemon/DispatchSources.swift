@@ -25,36 +25,45 @@ final class SourceHandle: @unchecked Sendable {
 /// A report from an event source that is not an event for the session: a read error, a malformed message.
 public typealias SourceProblem = @Sendable (String) -> Void
 
-/// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
-public final class UdevEventSource: EventSource {
-    private let monitor: UdevMonitor
+/// Events read from a non-blocking file descriptor whenever it is readable: the shape of both monitors.
+/// `read` drains what is pending and returns the events it means; a thrown error is reported through `problem`
+/// and becomes `failure`, because a monitor that cannot read has lost events.
+public final class ReadableEventSource: EventSource {
+    private let fileDescriptor: Int32
     private let queue: DispatchQueue
+    private let read: @Sendable () throws -> [Event]
+    private let failure: Event
     private let problem: SourceProblem
 
-    /// Delivers `monitor`'s events, read on `queue`.
-    public init(monitor: UdevMonitor, queue: DispatchQueue, problem: @escaping SourceProblem) {
-        self.monitor = monitor
+    /// A source over `fileDescriptor`, read on `queue`.
+    public init(
+        fileDescriptor: Int32,
+        queue: DispatchQueue,
+        failure: Event,
+        problem: @escaping SourceProblem,
+        read: @escaping @Sendable () throws -> [Event]
+    ) {
+        self.fileDescriptor = fileDescriptor
         self.queue = queue
+        self.failure = failure
         self.problem = problem
+        self.read = read
     }
 
     /// Starts reading.
     public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        let source = DispatchSource.makeReadSource(fileDescriptor: monitor.fileDescriptor, queue: queue)
-        let monitor = self.monitor
+        let source = DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue)
+        let read = self.read
+        let failure = self.failure
         let problem = self.problem
         source.setEventHandler {
             do {
-                let batch = try monitor.readAvailable()
-                for device in batch.devices {
-                    consumer(KernelValues.event(device))
-                }
-                if batch.overflowed {
-                    consumer(.monitorOverflowed(source: .udev))
+                for event in try read() {
+                    consumer(event)
                 }
             } catch {
                 problem("\(error)")
-                consumer(.monitorOverflowed(source: .udev))
+                consumer(failure)
             }
         }
         source.resume()
@@ -63,46 +72,40 @@ public final class UdevEventSource: EventSource {
     }
 }
 
-/// rtnetlink changes as session events; an overflow becomes `monitorOverflowed(.netlink)`.
-public final class NetlinkEventSource: EventSource {
-    private let watcher: RouteWatcher
-    private let queue: DispatchQueue
-    private let problem: SourceProblem
-
-    /// Delivers `watcher`'s messages, read on `queue`.
-    public init(watcher: RouteWatcher, queue: DispatchQueue, problem: @escaping SourceProblem) {
-        self.watcher = watcher
-        self.queue = queue
-        self.problem = problem
+extension ReadableEventSource {
+    /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
+    public static func udev(
+        _ monitor: UdevMonitor, queue: DispatchQueue, problem: @escaping SourceProblem
+    )
+        -> ReadableEventSource
+    {
+        ReadableEventSource(
+            fileDescriptor: monitor.fileDescriptor, queue: queue, failure: .monitorOverflowed(source: .udev),
+            problem: problem
+        ) {
+            let batch = try monitor.readAvailable()
+            return batch.devices.map(KernelValues.event) + (batch.overflowed ? [.monitorOverflowed(source: .udev)] : [])
+        }
     }
 
-    /// Starts reading.
-    public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        let source = DispatchSource.makeReadSource(fileDescriptor: watcher.fileDescriptor, queue: queue)
-        let watcher = self.watcher
-        let problem = self.problem
-        source.setEventHandler {
-            do {
-                let batch = try watcher.readAvailable()
-                for message in batch.messages {
-                    for event in KernelValues.events(message) {
-                        consumer(event)
-                    }
-                }
-                for malformed in batch.malformed {
-                    problem("ignored a malformed rtnetlink message: \(malformed)")
-                }
-                if batch.overflowed || !batch.malformed.isEmpty {
-                    consumer(.monitorOverflowed(source: .netlink))
-                }
-            } catch {
-                problem("\(error)")
-                consumer(.monitorOverflowed(source: .netlink))
+    /// rtnetlink changes as session events; an overflow, or a malformed message (something was not understood,
+    /// so the model may be wrong), becomes `monitorOverflowed(.netlink)`.
+    public static func netlink(
+        _ watcher: RouteWatcher, queue: DispatchQueue, problem: @escaping SourceProblem
+    )
+        -> ReadableEventSource
+    {
+        ReadableEventSource(
+            fileDescriptor: watcher.fileDescriptor, queue: queue, failure: .monitorOverflowed(source: .netlink),
+            problem: problem
+        ) {
+            let batch = try watcher.readAvailable()
+            for malformed in batch.malformed {
+                problem("ignored a malformed rtnetlink message: \(malformed)")
             }
+            let lost = batch.overflowed || !batch.malformed.isEmpty
+            return batch.messages.flatMap(KernelValues.events) + (lost ? [.monitorOverflowed(source: .netlink)] : [])
         }
-        source.resume()
-        let handle = SourceHandle(source)
-        return AnonymousDisposable { handle.cancel() }
     }
 }
 
