@@ -19,7 +19,9 @@ let package = Package(
         .library(name: "Udev", targets: ["Udev"]),
         .library(name: "Netlink", targets: ["Netlink"]),
         .library(name: "NetdevSession", targets: ["NetdevSession"]),
+        .library(name: "Varlink", targets: ["Varlink"]),
         .executable(name: "netdevd", targets: ["netdevd"]),
+        .executable(name: "netdevctl", targets: ["netdevctl"]),
         .executable(name: "mobius-counter", targets: ["MobiusCounter"]),
     ],
     dependencies: [
@@ -54,9 +56,18 @@ let package = Package(
         .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
         .target(name: "Netlink", swiftSettings: strict),
         .target(name: "NetdevSession", dependencies: ["MobiusCore"], swiftSettings: strict),
+        .target(name: "Varlink", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
-            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink"],
+            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "netdevctl",
+            dependencies: [
+                "NetdevDaemon", "NetdevSession", "Varlink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -107,6 +118,7 @@ let package = Package(
             dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "KernelTestSupport"],
             swiftSettings: strict
         ),
+        .testTarget(name: "VarlinkTests", dependencies: ["Varlink"], swiftSettings: strict),
         .testTarget(
             name: "MobiusTestTests",
             dependencies: ["MobiusCore", "MobiusTest"],

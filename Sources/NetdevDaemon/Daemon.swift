@@ -6,6 +6,7 @@ import Netlink
 import Synchronization
 public import Systemd
 public import Udev
+import Varlink
 
 /// The daemon's settings, from the command line.
 public struct DaemonOptions: Sendable {
@@ -105,6 +106,9 @@ public final class Daemon: Sendable {
             loopQueue: loopQueue,
             viewQueue: ioQueue
         )
+        let control = ControlService()
+        controller.connectView(control.view)
+        let server = startControlServer(control)
         controller.start()
         #if DEBUG
         // Test builds only: SIGUSR1 blocks the loop queue for 3 s, so a test can see the watchdog pings stop.
@@ -114,9 +118,35 @@ public final class Daemon: Sendable {
         defer { blocker?.cancel() }
         #endif
         finished.wait()
+        server?.stop()
         controller.stop()
         timers.cancelAll()
         return exitStatus.withLock { $0 } ?? 0
+    }
+
+    /// Serves `io.netdevd` on the socket systemd passed (socket activation) or on `options.socketPath`. A failure
+    /// is logged and netdevd goes on without a control socket.
+    private func startControlServer(_ control: ControlService) -> VarlinkServer? {
+        let listening: Int32
+        if let passed = ListenFDs.take().first {
+            listening = passed.fileDescriptor
+            log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
+        } else {
+            do {
+                let directory = (options.socketPath as NSString).deletingLastPathComponent
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                listening = try VarlinkServer.listen(on: options.socketPath)
+                log(6, "Serving io.netdevd on \(options.socketPath)")
+            } catch {
+                log(4, "No control socket, netdevctl cannot reach this netdevd: \(error)")
+                return nil
+            }
+        }
+        let server = VarlinkServer(
+            listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
+            version: "0.1.0", url: "https://github.com/netdevd/netdevd")
+        server.start()
+        return server
     }
 
     #if DEBUG

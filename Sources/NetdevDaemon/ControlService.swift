@@ -1,0 +1,184 @@
+import Foundation
+public import MobiusCore
+public import NetdevSession
+import Synchronization
+public import Varlink
+
+/// The `io.netdevd` Varlink interface, served from the models the loop publishes: a query never waits on the
+/// loop, and a slow monitor only fills its own connection's bounded buffer.
+public final class ControlService: Sendable {
+    private struct State {
+        var latest: Model?
+        var monitors: [ObjectIdentifier: VarlinkReplier] = [:]
+        var dispatch: Consumer<Event>?
+    }
+
+    private let state = Mutex(State())
+
+    /// A service with no model yet.
+    public init() {}
+
+    /// The view to connect to the controller: it receives every model and sends `Reload` requests as events.
+    public var view: AnyConnectable<Model, Event> {
+        AnyConnectable { [self] consumer in
+            state.withLock { $0.dispatch = consumer }
+            return Connection(
+                acceptClosure: { [weak self] model in self?.publish(model) },
+                disposeClosure: { [weak self] in self?.state.withLock { $0.dispatch = nil } }
+            )
+        }
+    }
+
+    func publish(_ model: Model) {
+        let monitors = state.withLock { state -> [VarlinkReplier] in
+            let changed = state.latest?.changeSequence != model.changeSequence
+            state.latest = model
+            return changed ? Array(state.monitors.values) : []
+        }
+        guard !monitors.isEmpty, let report = try? JSONValue(encoding: StateReport(model)) else { return }
+        for monitor in monitors {
+            monitor.reply(["state": report], continues: true)
+        }
+    }
+
+    /// The interface, for a ``VarlinkServer``.
+    public var interface: VarlinkInterface {
+        VarlinkInterface(
+            name: "io.netdevd",
+            description: Self.description,
+            methods: [
+                "GetState": { [self] _, _, replier in
+                    guard let model = latest(replier) else { return }
+                    reply(replier, ["state": StateReport(model)])
+                },
+                "ListLinks": { [self] call, _, replier in
+                    guard let model = latest(replier) else { return }
+                    let pattern = call.parameters["pattern"]
+                    if let pattern, pattern != .null, pattern.stringValue == nil {
+                        replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("pattern")])
+                        return
+                    }
+                    let links = model.sortedLinks.filter { link in
+                        pattern?.stringValue.map { Glob.matches($0, link.name) } ?? true
+                    }
+                    reply(replier, ["links": links.map(LinkReport.init)])
+                },
+                "ListDevices": { [self] call, _, replier in
+                    guard let model = latest(replier) else { return }
+                    let subsystem = call.parameters["subsystem"]
+                    if let subsystem, subsystem != .null, subsystem.stringValue == nil {
+                        replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("subsystem")])
+                        return
+                    }
+                    let devices = model.devices.values
+                        .filter { device in subsystem?.stringValue.map { $0 == device.subsystem } ?? true }
+                        .sorted { $0.syspath < $1.syspath }
+                    reply(replier, ["devices": devices.map(DeviceReport.init)])
+                },
+                "Monitor": { [self] call, _, replier in
+                    guard call.more else {
+                        replier.error(VarlinkStandardError.expectedMore)
+                        return
+                    }
+                    guard let model = latest(replier), let report = try? JSONValue(encoding: StateReport(model)) else {
+                        return
+                    }
+                    let key = ObjectIdentifier(replier)
+                    state.withLock { $0.monitors[key] = replier }
+                    replier.onCancel { [weak self] in _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
+                    }
+                    replier.reply(["state": report], continues: true)
+                },
+                "Reload": { [self] _, peer, replier in
+                    guard peer.uid == 0 else {
+                        replier.error(
+                            "io.netdevd.PermissionDenied",
+                            ["reason": .string("Reload needs uid 0; you are uid \(peer.uid)")])
+                        return
+                    }
+                    guard let dispatch = state.withLock({ $0.dispatch }) else {
+                        replier.error("io.netdevd.NotRunning")
+                        return
+                    }
+                    dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
+                    replier.reply([:])
+                },
+            ]
+        )
+    }
+
+    private func latest(_ replier: VarlinkReplier) -> Model? {
+        guard let model = state.withLock({ $0.latest }) else {
+            replier.error("io.netdevd.NotRunning")
+            return nil
+        }
+        return model
+    }
+
+    private func reply<Value: Encodable>(_ replier: VarlinkReplier, _ parameters: [String: Value]) {
+        var encoded: [String: JSONValue] = [:]
+        for (key, value) in parameters {
+            encoded[key] = try? JSONValue(encoding: value)
+        }
+        replier.reply(encoded)
+    }
+
+    static let description = """
+        # netdevd: the state of network links and devices, and a way to follow it.
+        interface io.netdevd
+
+        type Link (
+          index: int,
+          name: string,
+          type: string,
+          macAddress: ?string,
+          mtu: ?int,
+          operationalState: string,
+          addresses: []string,
+          gateways: []string
+        )
+
+        type Device (
+          syspath: string,
+          sysname: string,
+          subsystem: string,
+          devtype: ?string,
+          devnode: ?string,
+          driver: ?string
+        )
+
+        type State (
+          sequence: int,
+          phase: string,
+          onlineState: string,
+          links: []Link,
+          deviceCounts: [string]int,
+          resyncs: int,
+          staleHookRunsDropped: int
+        )
+
+        # The whole state now.
+        method GetState() -> (state: State)
+
+        # The links whose names match the glob `pattern` (all without one).
+        method ListLinks(pattern: ?string) -> (links: []Link)
+
+        # The devices of `subsystem` (all without one).
+        method ListDevices(subsystem: ?string) -> (devices: []Device)
+
+        # With `more`: the state now, then the state after every change; `sequence` increases by one each time.
+        method Monitor() -> (state: State)
+
+        # Re-read the configuration (uid 0 only).
+        method Reload() -> ()
+
+        # The caller may not do this.
+        error PermissionDenied (reason: string)
+
+        # netdevd has not finished starting.
+        error NotRunning ()
+
+        # The monitor's client read too slowly; its connection is closed.
+        error ClientTooSlow ()
+        """
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a call failed: the service could not be reached, the connection broke, or the service answered with an
+/// error.
+public enum VarlinkClientError: Error, Equatable, CustomStringConvertible, Sendable {
+    /// Connecting to the socket failed (errno): usually the service is not running.
+    case unreachable(path: String, errno: Int32)
+    /// The connection closed before the reply was complete.
+    case disconnected
+    /// A reply could not be read (not JSON, or too long).
+    case malformedReply(String)
+    /// The service answered with this error.
+    case error(name: String, parameters: [String: JSONValue])
+
+    /// A sentence a person can act on.
+    public var description: String {
+        switch self {
+        case .unreachable(let path, let code):
+            "cannot connect to \(path): \(String(cString: strerror(code)))"
+        case .disconnected:
+            "the service closed the connection"
+        case .malformedReply(let reason):
+            "unreadable reply: \(reason)"
+        case .error(let name, let parameters):
+            parameters.isEmpty ? name : "\(name) \(JSONValue.object(parameters))"
+        }
+    }
+}
+
+/// A blocking Varlink client on an AF_UNIX stream socket: one call at a time, replies read to the end.
+public final class VarlinkClient {
+    private let fd: Int32
+    private var framing = VarlinkFraming(maximumMessageBytes: 64 << 20)
+    private var pending: [[UInt8]] = []
+
+    /// Connects to the service at `path`.
+    public init(path: String) throws(VarlinkClientError) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .unreachable(path: path, errno: errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let code = errno
+            close(fd)
+            throw .unreachable(path: path, errno: code)
+        }
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+    }
+
+    /// Calls `method` and returns the reply's parameters; an error reply is thrown.
+    public func call(
+        _ method: String, _ parameters: [String: JSONValue] = [:]
+    ) throws(VarlinkClientError)
+        -> [String: JSONValue]
+    {
+        try send(VarlinkCall(method: method, parameters: parameters))
+        let reply = try receive()
+        if let error = reply.error {
+            throw .error(name: error, parameters: reply.parameters)
+        }
+        return reply.parameters
+    }
+
+    /// Calls `method` with `more` and hands each reply's parameters to `body` until the last reply, or until
+    /// `body` returns `false`.
+    public func callWithMore(
+        _ method: String,
+        _ parameters: [String: JSONValue] = [:],
+        _ body: ([String: JSONValue]) -> Bool
+    ) throws(VarlinkClientError) {
+        try send(VarlinkCall(method: method, parameters: parameters, more: true))
+        while true {
+            let reply = try receive()
+            if let error = reply.error {
+                throw .error(name: error, parameters: reply.parameters)
+            }
+            guard body(reply.parameters), reply.continues else { return }
+        }
+    }
+
+    /// The replies of a `more` call as an AsyncSequence, read on a thread of their own.
+    public static func stream(
+        path: String,
+        _ method: String,
+        _ parameters: [String: JSONValue] = [:]
+    ) -> AsyncThrowingStream<[String: JSONValue], any Error> {
+        AsyncThrowingStream { continuation in
+            let thread = Thread {
+                do {
+                    let client = try VarlinkClient(path: path)
+                    try client.callWithMore(method, parameters) { reply in
+                        if case .terminated = continuation.yield(reply) { return false }
+                        return true
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            thread.start()
+        }
+    }
+
+    private func send(_ call: VarlinkCall) throws(VarlinkClientError) {
+        guard let bytes = try? VarlinkFraming.encode(call) else { throw .malformedReply("cannot encode the call") }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw .disconnected
+            }
+            offset += written
+        }
+    }
+
+    private func receive() throws(VarlinkClientError) -> VarlinkReply {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while pending.isEmpty {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw .disconnected }
+            do {
+                pending += try framing.append(chunk[0..<count])
+            } catch {
+                throw .malformedReply("a reply longer than 64 MiB")
+            }
+        }
+        let message = pending.removeFirst()
+        do {
+            return try JSONDecoder().decode(VarlinkReply.self, from: Data(message))
+        } catch {
+            throw .malformedReply(String(decoding: message.prefix(200), as: UTF8.self))
+        }
+    }
+}

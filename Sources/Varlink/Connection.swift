@@ -1,0 +1,228 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Answers one call: replies go back on the server's queue, in order. For a call with `more`, reply with
+/// `continues: true` as often as needed and once without; ``isCancelled`` turns true (and ``onCancel(_:)`` runs)
+/// when the client goes away or was too slow.
+public final class VarlinkReplier: Sendable {
+    private weak let connection: Connection?
+    private let queue: DispatchQueue
+    private let state = Mutex<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>((false, false, nil))
+    /// The call being answered.
+    public let call: VarlinkCall
+
+    init(connection: Connection, queue: DispatchQueue, call: VarlinkCall) {
+        self.connection = connection
+        self.queue = queue
+        self.call = call
+    }
+
+    /// `true` once the client is gone; later replies are dropped.
+    public var isCancelled: Bool {
+        state.withLock { $0.cancelled }
+    }
+
+    /// Runs `handler` once the client is gone (at once if it already is).
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            state.onCancel = handler
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Sends a reply; without `continues` it is the last.
+    public func reply(_ parameters: [String: JSONValue], continues: Bool = false) {
+        send(VarlinkReply(parameters: parameters, continues: continues && call.more))
+    }
+
+    /// Sends an error, which is always the last reply.
+    public func error(_ name: String, _ parameters: [String: JSONValue] = [:]) {
+        send(VarlinkReply(parameters: parameters, error: name))
+    }
+
+    private func send(_ reply: VarlinkReply) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished && !state.cancelled else { return false }
+            if !reply.continues { state.finished = true }
+            return true
+        }
+        guard accepted else { return }
+        queue.async { [weak connection] in
+            connection?.send(reply, for: self)
+        }
+    }
+
+    func cancel() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.cancelled else { return nil }
+            state.cancelled = true
+            defer { state.onCancel = nil }
+            return state.onCancel
+        }
+        handler?()
+    }
+}
+
+/// One client connection. `@unchecked Sendable`: every stored property is read and written only on the server's
+/// serial queue (`queue`), where all its methods run.
+final class Connection: @unchecked Sendable {
+    private let fd: Int32
+    private weak var server: VarlinkServer?
+    private let queue: DispatchQueue
+    private let limits: VarlinkLimits
+    private var framing: VarlinkFraming
+    private var output: [UInt8] = []
+    private var readSource: SourceBox?
+    private var writeSource: (any DispatchSourceWrite)?
+    private var isClosed = false
+    private var closeWhenFlushed = false
+    /// The client shut down its side: answer what it sent, then close.
+    private var peerFinished = false
+    private var waiting: [VarlinkCall] = []
+    private var current: VarlinkReplier?
+    private var peer = VarlinkPeer(pid: 0, uid: UInt32.max, gid: UInt32.max)
+
+    init(fd: Int32, server: VarlinkServer, queue: DispatchQueue, limits: VarlinkLimits) {
+        self.fd = fd
+        self.server = server
+        self.queue = queue
+        self.limits = limits
+        self.framing = VarlinkFraming(maximumMessageBytes: limits.maximumMessageBytes)
+    }
+
+    func start() {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (Glibc's module hides it behind _GNU_SOURCE).
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        if getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 {
+            peer = VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.readAvailable() }
+        source.resume()
+        readSource = SourceBox(source)
+    }
+
+    private func readAvailable() {
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while !isClosed {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count == 0 {
+                peerFinished = true
+                readSource?.cancel()
+                closeIfDone()
+                return
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                if errno != EAGAIN && errno != EWOULDBLOCK { close() }
+                return
+            }
+            let messages: [[UInt8]]
+            do {
+                messages = try framing.append(chunk[0..<count])
+            } catch {
+                close()
+                return
+            }
+            for message in messages {
+                guard let call = try? JSONDecoder().decode(VarlinkCall.self, from: Data(message)) else {
+                    close()
+                    return
+                }
+                waiting.append(call)
+            }
+            startNextCall()
+        }
+    }
+
+    private func startNextCall() {
+        guard current == nil, !waiting.isEmpty, !isClosed, let server else { return }
+        let call = waiting.removeFirst()
+        let replier = VarlinkReplier(connection: self, queue: queue, call: call)
+        current = replier
+        server.dispatch(call, peer: peer, replier: replier)
+    }
+
+    func send(_ reply: VarlinkReply, for replier: VarlinkReplier) {
+        guard !isClosed, replier === current else { return }
+        if !replier.call.oneway {
+            if output.count > limits.maximumPendingOutputBytes {
+                let error = VarlinkReply(parameters: [:], error: "io.netdevd.ClientTooSlow")
+                output += (try? VarlinkFraming.encode(error)) ?? []
+                closeWhenFlushed = true
+                replier.cancel()
+                readSource?.cancel()
+                flush()
+                return
+            }
+            output += (try? VarlinkFraming.encode(reply)) ?? []
+            flush()
+        }
+        if !reply.continues {
+            current = nil
+            startNextCall()
+            closeIfDone()
+        }
+    }
+
+    private func closeIfDone() {
+        if peerFinished && current == nil && waiting.isEmpty {
+            closeWhenFlushed = true
+            flush()
+        }
+    }
+
+    private func flush() {
+        while !output.isEmpty && !isClosed {
+            let written = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written > 0 {
+                output.removeFirst(written)
+                continue
+            }
+            if written < 0 && errno == EINTR { continue }
+            if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                waitForWritable()
+                return
+            }
+            close()
+            return
+        }
+        if output.isEmpty && closeWhenFlushed {
+            close()
+        }
+    }
+
+    private func waitForWritable() {
+        guard writeSource == nil else { return }
+        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { [weak self] in
+            guard let self else { return }
+            self.writeSource?.cancel()
+            self.writeSource = nil
+            self.flush()
+        }
+        writeSource = source
+        source.resume()
+    }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        readSource?.cancel()
+        writeSource?.cancel()
+        writeSource = nil
+        current?.cancel()
+        current = nil
+        waiting = []
+        Glibc.close(fd)
+        server?.closed(self)
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+
+/// A Varlink call: `{"method": "io.netdevd.GetState", "parameters": {...}, "more": true}`.
+public struct VarlinkCall: Sendable, Equatable, Codable {
+    /// The fully qualified method, `interface.Method`.
+    public var method: String
+    /// The parameters; an omitted or `null` parameters is an empty object.
+    public var parameters: [String: JSONValue]
+    /// The caller wants no reply.
+    public var oneway: Bool
+    /// The caller accepts several replies (`continues: true` until the last).
+    public var more: Bool
+
+    /// A call.
+    public init(method: String, parameters: [String: JSONValue] = [:], oneway: Bool = false, more: Bool = false) {
+        self.method = method
+        self.parameters = parameters
+        self.oneway = oneway
+        self.more = more
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case method, parameters, oneway, more
+    }
+
+    /// Decodes a call, accepting an omitted, `null` or empty `parameters`.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        method = try container.decode(String.self, forKey: .method)
+        parameters = try container.decodeIfPresent([String: JSONValue].self, forKey: .parameters) ?? [:]
+        oneway = try container.decodeIfPresent(Bool.self, forKey: .oneway) ?? false
+        more = try container.decodeIfPresent(Bool.self, forKey: .more) ?? false
+    }
+
+    /// Encodes the call, leaving out defaults.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(method, forKey: .method)
+        if !parameters.isEmpty { try container.encode(parameters, forKey: .parameters) }
+        if oneway { try container.encode(true, forKey: .oneway) }
+        if more { try container.encode(true, forKey: .more) }
+    }
+
+    /// The interface part of the method (`io.netdevd` of `io.netdevd.GetState`).
+    public var interface: String {
+        method.split(separator: ".").dropLast().joined(separator: ".")
+    }
+
+    /// The member part of the method (`GetState`).
+    public var member: String {
+        method.split(separator: ".").last.map(String.init) ?? ""
+    }
+}
+
+/// A Varlink reply: parameters, or an error name with parameters; `continues` while more replies follow.
+public struct VarlinkReply: Sendable, Equatable, Codable {
+    /// The reply's parameters.
+    public var parameters: [String: JSONValue]
+    /// More replies follow (only for calls with `more`).
+    public var continues: Bool
+    /// An error's fully qualified name, or `nil` for success.
+    public var error: String?
+
+    /// A reply.
+    public init(parameters: [String: JSONValue] = [:], continues: Bool = false, error: String? = nil) {
+        self.parameters = parameters
+        self.continues = continues
+        self.error = error
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case parameters, continues, error
+    }
+
+    /// Decodes a reply, accepting omitted members.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        parameters = try container.decodeIfPresent([String: JSONValue].self, forKey: .parameters) ?? [:]
+        continues = try container.decodeIfPresent(Bool.self, forKey: .continues) ?? false
+        error = try container.decodeIfPresent(String.self, forKey: .error)
+    }
+
+    /// Encodes the reply, leaving out defaults.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(parameters, forKey: .parameters)
+        if continues { try container.encode(true, forKey: .continues) }
+        if let error { try container.encode(error, forKey: .error) }
+    }
+}
+
+/// The errors of `org.varlink.service`, which every Varlink service answers with.
+public enum VarlinkStandardError {
+    /// The interface is not served here.
+    public static let interfaceNotFound = "org.varlink.service.InterfaceNotFound"
+    /// The interface has no such method.
+    public static let methodNotFound = "org.varlink.service.MethodNotFound"
+    /// The method exists but is not implemented.
+    public static let methodNotImplemented = "org.varlink.service.MethodNotImplemented"
+    /// A parameter is missing or of the wrong type.
+    public static let invalidParameter = "org.varlink.service.InvalidParameter"
+    /// The call needs more rights.
+    public static let permissionDenied = "org.varlink.service.PermissionDenied"
+    /// The call needs `more`.
+    public static let expectedMore = "org.varlink.service.ExpectedMore"
+}
+
+/// NUL-terminated framing: splits a byte stream into messages, and encodes one.
+public struct VarlinkFraming: Sendable {
+    /// The longest message accepted.
+    public let maximumMessageBytes: Int
+    private var buffer: [UInt8] = []
+
+    /// A framer that refuses messages longer than `maximumMessageBytes`.
+    public init(maximumMessageBytes: Int) {
+        self.maximumMessageBytes = maximumMessageBytes
+    }
+
+    /// Why the stream cannot go on.
+    public enum Failure: Error, Equatable {
+        /// A message grew past the limit before its NUL.
+        case messageTooLong(Int)
+    }
+
+    /// Adds received bytes; returns the complete messages (without their NUL).
+    public mutating func append(_ bytes: some Collection<UInt8>) throws(Failure) -> [[UInt8]] {
+        buffer.append(contentsOf: bytes)
+        var messages: [[UInt8]] = []
+        while let end = buffer.firstIndex(of: 0) {
+            messages.append(Array(buffer[..<end]))
+            buffer.removeSubrange(...end)
+        }
+        if buffer.count > maximumMessageBytes {
+            throw .messageTooLong(buffer.count)
+        }
+        return messages
+    }
+
+    /// `true` when bytes of an unfinished message are buffered.
+    public var hasPartialMessage: Bool {
+        !buffer.isEmpty
+    }
+
+    /// The bytes of `value` as JSON, NUL-terminated.
+    public static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(value)) + [0]
+    }
+}

@@ -1,0 +1,81 @@
+import ArgumentParser
+import NetdevDaemon
+import Varlink
+
+/// `netdevctl links [PATTERN]`.
+struct Links: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List links, optionally those matching a glob.")
+
+    @Argument(help: "A glob over link names, such as 'eth*'.")
+    var pattern: String?
+
+    @OptionGroup var options: CommonOptions
+
+    func run() throws {
+        let reply = try options.call("io.netdevd.ListLinks", pattern.map { ["pattern": .string($0)] } ?? [:])
+        if options.printJSON(reply["links"]) { return }
+        print(linkTable(try decode(reply["links"], as: [LinkReport].self), legend: !options.noLegend, addresses: false))
+    }
+}
+
+/// `netdevctl link NAME`.
+struct LinkCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "link", abstract: "Show one link in detail.")
+
+    @Argument(help: "The link's name.")
+    var name: String
+
+    @OptionGroup var options: CommonOptions
+
+    func run() throws {
+        let reply = try options.call("io.netdevd.ListLinks", ["pattern": .string(name)])
+        let links = try decode(reply["links"], as: [LinkReport].self)
+        guard let link = links.first(where: { $0.name == name }) else {
+            throw CommandFailure(status: 1, message: "netdevctl: no link named '\(name)'; `netdevctl links` lists them")
+        }
+        if options.printJSON(try? JSONValue(encoding: link)) { return }
+        print("\(link.index): \(link.name)")
+        print("       Type: \(link.type)")
+        print("Operational: \(Paint.state(link.operationalState))")
+        if let mac = link.macAddress { print("   Hardware: \(mac)") }
+        if let mtu = link.mtu { print("        MTU: \(mtu)") }
+        for (index, address) in link.addresses.enumerated() {
+            print("\(index == 0 ? "    Address:" : "            ") \(address)")
+        }
+        for (index, gateway) in link.gateways.enumerated() {
+            print("\(index == 0 ? "    Gateway:" : "            ") \(gateway.isEmpty ? "(on link)" : gateway)")
+        }
+    }
+}
+
+/// `netdevctl devices [--subsystem S]`.
+struct Devices: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List tracked devices.")
+
+    @Option(help: "Only devices of this udev subsystem (net, block, usb, tty, ...).")
+    var subsystem: String?
+
+    @OptionGroup var options: CommonOptions
+
+    func run() throws {
+        let reply = try options.call("io.netdevd.ListDevices", subsystem.map { ["subsystem": .string($0)] } ?? [:])
+        if options.printJSON(reply["devices"]) { return }
+        let devices = try decode(reply["devices"], as: [DeviceReport].self)
+        let rows = devices.map { [$0.subsystem, $0.sysname, $0.devnode ?? "-", $0.driver ?? "-"] }
+        print(table(["SUBSYSTEM", "NAME", "DEVNODE", "DRIVER"], rows, legend: !options.noLegend))
+        if !options.noLegend {
+            print("\n\(devices.count) device\(devices.count == 1 ? "" : "s") listed.")
+        }
+    }
+}
+
+/// `netdevctl reload`.
+struct Reload: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Make netdevd re-read its configuration (root only).")
+
+    @OptionGroup var options: CommonOptions
+
+    func run() throws {
+        _ = try options.call("io.netdevd.Reload")
+    }
+}

@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import NetdevDaemon
+import Varlink
+
+/// `netdevctl`: query and follow netdevd.
+@main
+struct Netdevctl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "netdevctl",
+        abstract: "Query and follow netdevd: links, devices, online state.",
+        discussion: """
+            Exit status: 0 success, 1 failure, 2 usage error, 3 timeout (wait-online), 4 netdevd unreachable.
+            The socket is /run/netdevd/io.netdevd, or NETDEVD_SOCKET, or --socket.
+            """,
+        version: "0.1.0",
+        subcommands: [
+            Status.self, Links.self, LinkCommand.self, Devices.self, Monitor.self, WaitOnline.self, Reload.self,
+        ],
+        defaultSubcommand: Status.self
+    )
+
+    /// Runs the command, mapping errors to the documented exit statuses.
+    static func main() {
+        do {
+            var command = try parseAsRoot(globalOptionsAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
+            try command.run()
+        } catch let failure as CommandFailure {
+            FileHandle.standardError.write(Data((failure.message + "\n").utf8))
+            Foundation.exit(failure.status)
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}
+
+/// Moves options written before the subcommand (`netdevctl --json=short links`, as networkctl allows) after it,
+/// where the subcommand's options live.
+func globalOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
+    let names = Set(Netdevctl.configuration.subcommands.map { $0._commandName })
+    guard let index = arguments.firstIndex(where: { names.contains($0) }), index > 0 else { return arguments }
+    return [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
+}
+
+/// A failure with its exit status and a message that says what to do.
+struct CommandFailure: Error {
+    let status: Int32
+    let message: String
+
+    static func unreachable(_ path: String, _ error: VarlinkClientError) -> CommandFailure {
+        CommandFailure(
+            status: 4,
+            message: "netdevctl: \(error)\nIs netdevd running? Start it with `systemctl start netdevd` "
+                + "(or `make run` in a checkout), or point --socket / NETDEVD_SOCKET at its socket."
+        )
+    }
+}
+
+/// Options every subcommand takes.
+struct CommonOptions: ParsableArguments {
+    @Option(help: "netdevd's control socket (default: $NETDEVD_SOCKET or /run/netdevd/io.netdevd).")
+    var socket: String?
+
+    @Option(help: "Print JSON: short (one line), pretty, or off.")
+    var json: JSONMode = .off
+
+    @Flag(help: "Leave out table headers and the summary line.")
+    var noLegend = false
+
+    var socketPath: String {
+        socket ?? ProcessInfo.processInfo.environment["NETDEVD_SOCKET"] ?? "/run/netdevd/io.netdevd"
+    }
+
+    /// Connects, turning "not there" into exit status 4 with a hint.
+    func client() throws -> VarlinkClient {
+        do {
+            return try VarlinkClient(path: socketPath)
+        } catch {
+            throw CommandFailure.unreachable(socketPath, error)
+        }
+    }
+
+    /// Calls `method`, turning service errors into exit status 1.
+    func call(_ method: String, _ parameters: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+        let client = try self.client()
+        do {
+            return try client.call(method, parameters)
+        } catch {
+            throw CommandFailure(status: 1, message: "netdevctl: \(method) failed: \(error)")
+        }
+    }
+
+    /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off.
+    func printJSON(_ value: JSONValue?) -> Bool {
+        guard json != .off, let value else { return false }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting =
+            json == .pretty
+            ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        if let data = try? encoder.encode(value) {
+            print(String(decoding: data, as: UTF8.self))
+        }
+        return true
+    }
+}
+
+/// `--json`.
+enum JSONMode: String, ExpressibleByArgument, CaseIterable {
+    case short, pretty, off
+}
+
+/// Colours operational and online states, only on a terminal and never with NO_COLOR.
+enum Paint {
+    static let enabled = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+
+    static func state(_ text: String) -> String {
+        guard enabled else { return text }
+        let code: String
+        switch text {
+        case "routable", "online": code = "32"
+        case "degraded", "partial", "carrier": code = "33"
+        case "off", "no-carrier", "offline": code = "90"
+        default: return text
+        }
+        return "\u{1B}[\(code)m\(text)\u{1B}[0m"
+    }
+}
+
+/// Decodes a reply member into a report type.
+func decode<Value: Decodable>(_ value: JSONValue?, as type: Value.Type) throws -> Value {
+    guard let value, let decoded = try? value.decode(as: type) else {
+        throw CommandFailure(status: 1, message: "netdevctl: netdevd sent a reply this netdevctl does not understand")
+    }
+    return decoded
+}
+
+/// A table with left-aligned columns.
+func table(_ header: [String], _ rows: [[String]], legend: Bool) -> String {
+    let all = (legend ? [header] : []) + rows
+    let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+    return all.map { row in
+        row.enumerated().map { column, cell in
+            column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+        }.joined(separator: " ")
+    }.joined(separator: "\n")
+}

@@ -1,0 +1,123 @@
+import ArgumentParser
+import Foundation
+import NetdevDaemon
+import NetdevSession
+import Varlink
+
+/// `netdevctl wait-online`: block until the host (or the named links) is online, or say why not.
+struct WaitOnline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "wait-online",
+        abstract: "Wait until netdevd says the host, or the given links, are online.",
+        discussion: """
+            Without --interface, waits for netdevd's online state to be 'online' (its configuration decides). \
+            With --interface (repeatable, globs allowed, each with an optional :STATE), waits for those links; \
+            with --any, for one of them. On timeout it names each link not there yet and its state (exit 3).
+            """
+    )
+
+    @Option(name: .customLong("interface"), help: "A link (glob) and optionally its minimum state: eth0, wl*:degraded.")
+    var interfaces: [String] = []
+
+    @Flag(help: "Succeed when any one of the given links is ready.")
+    var any = false
+
+    @Option(help: "The minimum state for links given without one.")
+    var minState: String = "routable"
+
+    @Option(help: "How long to wait: a time span such as 2s, 500ms, 1min; 0 waits forever.")
+    var timeout: String = "120s"
+
+    @OptionGroup var options: CommonOptions
+
+    func validate() throws {
+        guard OperationalState(name: minState) != nil else {
+            throw ValidationError(
+                "--min-state must be one of \(OperationalState.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard TimeSpan.milliseconds(timeout) != nil else {
+            throw ValidationError("--timeout '\(timeout)' is not a time span such as 2s, 500ms or 1min")
+        }
+        for interface in interfaces where InterfaceRequirement(parsing: interface) == nil {
+            throw ValidationError("--interface '\(interface)' is not NAME or NAME:STATE with a state netdevd knows")
+        }
+    }
+
+    func run() throws {
+        let requirements = interfaces.compactMap(InterfaceRequirement.init(parsing:))
+        let minimum = OperationalState(name: minState) ?? .routable
+        let milliseconds = TimeSpan.milliseconds(timeout) ?? 120_000
+        let client = try options.client()
+        let outcome = WaitOutcome()
+        if milliseconds > 0 {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+                FileHandle.standardError.write(Data(outcome.timeoutReport().utf8))
+                Foundation.exit(3)
+            }
+        }
+        do {
+            try client.callWithMore("io.netdevd.Monitor") { reply in
+                guard let state = try? decode(reply["state"], as: StateReport.self) else { return true }
+                let waiting = Self.waiting(state, requirements: requirements, minimum: minimum, any: any)
+                outcome.record(waiting, state: state)
+                return !waiting.isEmpty
+            }
+        } catch {
+            throw CommandFailure(status: 1, message: "netdevctl: wait-online: \(error)")
+        }
+        if !outcome.satisfied {
+            throw CommandFailure(
+                status: 1, message: "netdevctl: netdevd closed the connection before the wait was over")
+        }
+    }
+
+    /// What is still missing, one line each; empty when the wait is over.
+    static func waiting(
+        _ state: StateReport,
+        requirements: [InterfaceRequirement],
+        minimum: OperationalState,
+        any: Bool
+    ) -> [String] {
+        if requirements.isEmpty {
+            return state.onlineState == "online"
+                ? [] : ["the host is \(state.onlineState) (netdevd's configuration decides)"]
+        }
+        var missing: [String] = []
+        var met = 0
+        for requirement in requirements {
+            let needed = requirement.minimumState ?? minimum
+            let matching = state.links.filter { Glob.matches(requirement.pattern, $0.name) }
+            if matching.isEmpty {
+                missing.append("\(requirement.pattern): no such link yet (needs \(needed.rawValue))")
+                continue
+            }
+            let short = matching.filter { (OperationalState(name: $0.operationalState) ?? .off) < needed }
+            if short.isEmpty {
+                met += 1
+            } else {
+                missing += short.map { "\($0.name): \($0.operationalState), needs \(needed.rawValue)" }
+            }
+        }
+        return (any ? met > 0 : met == requirements.count) ? [] : missing
+    }
+}
+
+/// What the wait last saw, for the timeout report. `@unchecked Sendable`: guarded by `lock`.
+final class WaitOutcome: @unchecked Sendable {
+    private let lock = NSLock()
+    private var lastMissing: [String] = ["no state from netdevd yet"]
+    private(set) var satisfied = false
+
+    func record(_ missing: [String], state: StateReport) {
+        lock.lock()
+        defer { lock.unlock() }
+        lastMissing = missing
+        satisfied = missing.isEmpty
+    }
+
+    func timeoutReport() -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        return "netdevctl: timed out waiting; still missing:\n" + lastMissing.map { "  \($0)\n" }.joined()
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Synchronization
+import Testing
+import Varlink
+
+/// A server on a fresh socket path with a small test interface, and raw connections to it.
+final class TestServer {
+    let path = NSTemporaryDirectory() + "varlink-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+    let server: VarlinkServer
+    let ticks = Ticks()
+
+    init(limits: VarlinkLimits = VarlinkLimits()) throws {
+        let ticks = self.ticks
+        let interface = VarlinkInterface(
+            name: "org.example.test",
+            description: "interface org.example.test\nmethod Echo(text: string) -> (text: string)\n",
+            methods: [
+                "Echo": { call, peer, replier in
+                    guard let text = call.parameters["text"]?.stringValue else {
+                        replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("text")])
+                        return
+                    }
+                    replier.reply(["text": .string(text), "uid": .number(Double(peer.uid))])
+                },
+                "Empty": { _, _, replier in replier.reply([:]) },
+                "Ticks": { call, _, replier in
+                    guard call.more else { return replier.error(VarlinkStandardError.expectedMore) }
+                    ticks.add(replier)
+                    replier.reply(["n": .number(0)], continues: true)
+                },
+            ]
+        )
+        server = VarlinkServer(
+            listening: try VarlinkServer.listen(on: path), interfaces: [interface], vendor: "test", product: "test",
+            version: "1", url: "https://example.org", limits: limits)
+        server.start()
+    }
+
+    /// Sends a tick to every monitor.
+    func tick(_ n: Int, continues: Bool = true) {
+        for replier in ticks.all {
+            replier.reply(
+                ["n": .number(Double(n)), "padding": .string(String(repeating: "x", count: 1000))], continues: continues
+            )
+        }
+    }
+
+    deinit {
+        server.stop()
+        unlink(path)
+    }
+}
+
+/// The repliers of open `Ticks` calls.
+final class Ticks: Sendable {
+    private let repliers = Mutex<[VarlinkReplier]>([])
+
+    func add(_ replier: VarlinkReplier) {
+        repliers.withLock { $0.append(replier) }
+    }
+
+    var all: [VarlinkReplier] {
+        repliers.withLock { $0 }
+    }
+}
+
+/// A raw socket to write arbitrary bytes.
+final class RawConnection {
+    let fd: Int32
+
+    init(_ path: String) {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        var timeout = timeval(tv_sec: 3, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func write(_ text: String, terminated: Bool = true) {
+        let bytes = Array(text.utf8) + (terminated ? [0] : [])
+        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Everything until the peer closes (or 3 s pass).
+    func readToClose() -> (text: String, closed: Bool) {
+        var collected: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count == 0 { return (String(decoding: collected, as: UTF8.self), true) }
+            if count < 0 {
+                // ECONNRESET: the server closed with our bytes unread, which is a close too.
+                return (String(decoding: collected, as: UTF8.self), errno == ECONNRESET)
+            }
+            collected += chunk[0..<count]
+        }
+    }
+
+    deinit {
+        close(fd)
+    }
+}
+
+@Suite("Varlink protocol", .serialized)
+struct ProtocolTests {
+    @Test("calls with omitted, null or empty parameters; replies to the method; the org.varlink.service methods")
+    func basics() throws {
+        let server = try TestServer()
+        let client = try VarlinkClient(path: server.path)
+        #expect(try client.call("org.example.test.Echo", ["text": .string("hi")])["text"] == .string("hi"))
+        #expect(try client.call("org.example.test.Empty") == [:])
+        let raw = RawConnection(server.path)
+        raw.write(#"{"method":"org.example.test.Empty","parameters":null}"#)
+        raw.write(#"{"method":"org.example.test.Empty","parameters":{}}"#)
+        raw.write(#"{"method":"org.example.test.Empty","oneway":true}"#)
+        raw.write(#"{"method":"org.example.test.Echo","parameters":{"text":"last"}}"#)
+        shutdown(raw.fd, Int32(SHUT_WR))
+        let replies = raw.readToClose().text.split(separator: "\0")
+        #expect(replies.count == 3)
+        #expect(replies.last?.contains(#""text":"last""#) == true)
+        let info = try client.call("org.varlink.service.GetInfo")
+        #expect(info["interfaces"] == .array([.string("org.varlink.service"), .string("org.example.test")]))
+        let description = try client.call(
+            "org.varlink.service.GetInterfaceDescription", ["interface": .string("org.example.test")])
+        #expect(description["description"]?.stringValue?.hasPrefix("interface org.example.test") == true)
+    }
+
+    @Test("unknown interface or method, and wrong parameter types, get the standard errors")
+    func standardErrors() throws {
+        let server = try TestServer()
+        let client = try VarlinkClient(path: server.path)
+        #expect(
+            throws: VarlinkClientError.error(
+                name: VarlinkStandardError.interfaceNotFound, parameters: ["interface": .string("org.example.nope")])
+        ) {
+            try client.call("org.example.nope.Echo")
+        }
+        #expect(
+            throws: VarlinkClientError.error(
+                name: VarlinkStandardError.methodNotFound, parameters: ["method": .string("org.example.test.Nope")])
+        ) {
+            try client.call("org.example.test.Nope")
+        }
+        #expect(
+            throws: VarlinkClientError.error(
+                name: VarlinkStandardError.invalidParameter, parameters: ["parameter": .string("text")])
+        ) {
+            try client.call("org.example.test.Echo", ["text": .number(3)])
+        }
+        #expect(
+            throws: VarlinkClientError.error(
+                name: VarlinkStandardError.interfaceNotFound, parameters: ["interface": .string("org.example.nope")])
+        ) {
+            try client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string("org.example.nope")])
+        }
+        #expect(
+            try client.call("org.example.test.Echo", ["text": .string("still served")])["text"]
+                == .string("still served"))
+    }
+
+    @Test("invalid JSON, a message over the limit, and a client gone mid-message close only their connection")
+    func badClients() throws {
+        var limits = VarlinkLimits()
+        limits.maximumMessageBytes = 1024
+        let server = try TestServer(limits: limits)
+        let good = try VarlinkClient(path: server.path)
+        let invalid = RawConnection(server.path)
+        invalid.write("{not json")
+        #expect(invalid.readToClose() == ("", true))
+        let huge = RawConnection(server.path)
+        huge.write(String(repeating: "a", count: 4096), terminated: false)
+        #expect(huge.readToClose().closed)
+        let partial = RawConnection(server.path)
+        partial.write(#"{"method":"org.example.test.Em"#, terminated: false)
+        close(partial.fd)
+        #expect(try good.call("org.example.test.Echo", ["text": .string("fine")])["text"] == .string("fine"))
+        #expect(try VarlinkClient(path: server.path).call("org.example.test.Empty") == [:])
+    }
+
+    @Test("a call with more gets every reply in order until the last")
+    func more() throws {
+        let server = try TestServer()
+        let received = Mutex<[Double]>([])
+        let done = DispatchSemaphore(value: 0)
+        let path = server.path
+        Thread.detachNewThread {
+            let client = try? VarlinkClient(path: path)
+            try? client?.callWithMore("org.example.test.Ticks") { reply in
+                received.withLock { $0.append(reply["n"]?.numberValue ?? -1) }
+                return true
+            }
+            done.signal()
+        }
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        server.tick(1)
+        server.tick(2)
+        server.tick(3, continues: false)
+        #expect(done.wait(timeout: .now() + 3) == .success)
+        #expect(received.withLock { $0 } == [0, 1, 2, 3])
+    }
+
+    @Test("a monitor that does not read gets a bounded buffer, then an error and a close; others are served")
+    func slowReader() throws {
+        var limits = VarlinkLimits()
+        limits.maximumPendingOutputBytes = 64 * 1024
+        let server = try TestServer(limits: limits)
+        let slow = RawConnection(server.path)
+        var size: Int32 = 4096
+        setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        slow.write(#"{"method":"org.example.test.Ticks","more":true}"#)
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        for n in 1...2_000 { server.tick(n) }
+        usleep(200_000)
+        #expect(try VarlinkClient(path: server.path).call("org.example.test.Empty") == [:])
+        let (text, closed) = slow.readToClose()
+        #expect(closed)
+        #expect(text.contains("io.netdevd.ClientTooSlow"))
+        #expect(server.ticks.all.first?.isCancelled == true)
+    }
+
+    @Test("connections over the limit are closed at once")
+    func connectionLimit() throws {
+        var limits = VarlinkLimits()
+        limits.maximumConnections = 2
+        let server = try TestServer(limits: limits)
+        let first = try VarlinkClient(path: server.path)
+        let second = try VarlinkClient(path: server.path)
+        #expect(try first.call("org.example.test.Empty") == [:])
+        #expect(try second.call("org.example.test.Empty") == [:])
+        let third = RawConnection(server.path)
+        third.write(#"{"method":"org.example.test.Empty"}"#)
+        #expect(third.readToClose() == ("", true))
+    }
+}
