@@ -115,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevDaemonTests",
-            dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "KernelTestSupport"],
+            dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "Varlink", "KernelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink"], swiftSettings: strict),

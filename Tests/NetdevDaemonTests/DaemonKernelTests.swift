@@ -10,10 +10,15 @@ final class RunningDaemon {
     let notify: NotifySocket
     let directory: String
 
-    static var binary: String {
+    static var binary: String { built("netdevd") }
+
+    /// The path of an executable `swift build` made.
+    static func built(_ name: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/netdevd").path
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/\(name)").path
     }
+
+    var socket: String { directory + "/io.netdevd" }
 
     init(
         hook: String? = nil,
@@ -37,8 +42,8 @@ final class RunningDaemon {
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments =
             [
-                "--config", directory + "/netdevd.conf", "--hooks-dir", directory + "/hooks.d", "--log-target",
-                "journal",
+                "--config", directory + "/netdevd.conf", "--hooks-dir", directory + "/hooks.d",
+                "--log-target", "journal", "--socket", directory + "/io.netdevd",
             ] + extraArguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = notify.path

@@ -1,0 +1,138 @@
+import Foundation
+import KernelTestSupport
+import NetdevSession
+import Synchronization
+import Testing
+import Varlink
+
+/// Runs netdevctl with `arguments`; returns its exit status, standard output and standard error.
+func netdevctl(_ arguments: [String], as user: String? = nil) throws -> (status: Int32, output: String, errors: String)
+{
+    let process = Process()
+    let binary = RunningDaemon.built("netdevctl")
+    if let user {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid=\(user)", "--regid=\(user)", "--clear-groups", binary] + arguments
+    } else {
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+    }
+    var environment = ProcessInfo.processInfo.environment
+    environment["NO_COLOR"] = "1"
+    process.environment = environment
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let out = output.fileHandleForReading.readDataToEndOfFile()
+    let err = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+}
+
+@Suite("netdevctl against netdevd", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+struct NetdevctlKernelTests {
+    @Test("status, links, link and devices, as tables and as JSON")
+    func queries() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "ctl0", "type", "veth", "peer", "name", "ctl1")
+        defer { _ = try? ip("link", "del", "ctl0") }
+        try ip("link", "set", "ctl0", "up")
+        try ip("link", "set", "ctl1", "up")
+        try ip("addr", "add", "192.0.2.44/24", "dev", "ctl0")
+        let socket = ["--socket", daemon.socket]
+        _ = waitUntil { (try? netdevctl(["link", "ctl0"] + socket))?.output.contains("routable") == true }
+        let status = try netdevctl(["status"] + socket)
+        #expect(status.status == 0)
+        #expect(status.output.contains("Online state: online"))
+        #expect(status.output.contains("IDX LINK TYPE     OPERATIONAL"))
+        #expect(status.output.contains("192.0.2.44/24"))
+        let links = try netdevctl(["links", "ctl*", "--no-legend"] + socket)
+        #expect(
+            links.output.split(separator: "\n").map { $0.split(separator: " ").dropFirst().joined(separator: " ") }
+                .sorted() == [
+                    "ctl0 veth routable", "ctl1 veth carrier",
+                ] || links.output.contains("ctl1 veth degraded"))
+        let link = try netdevctl(["link", "ctl0"] + socket)
+        #expect(link.output.contains("Operational: routable") && link.output.contains("Address: 192.0.2.44/24"))
+        let json = try netdevctl(["--json=short", "links", "ctl0"] + socket)
+        let decoded = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
+        #expect(decoded?.first?["name"] as? String == "ctl0")
+        #expect(decoded?.first?["operationalState"] as? String == "routable")
+        let devices = try netdevctl(["devices", "--subsystem", "net"] + socket)
+        #expect(devices.output.contains("net       ctl0"))
+        let missing = try netdevctl(["link", "nosuch0"] + socket)
+        #expect(missing.status == 1 && missing.errors.contains("no link named 'nosuch0'"))
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("wait-online returns when the link is ready, and on timeout names what is missing (exit 3)")
+    func waitOnline() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let socket = ["--socket", daemon.socket]
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) {
+            _ = try? ip("link", "add", "wo0", "type", "veth", "peer", "name", "wo1")
+            _ = try? ip("link", "set", "wo1", "up")
+            _ = try? ip("link", "set", "wo0", "up")
+            _ = try? ip("addr", "add", "198.51.100.9/24", "dev", "wo0")
+        }
+        defer { _ = try? ip("link", "del", "wo0") }
+        let started = Date()
+        let ready = try netdevctl(["wait-online", "--interface", "wo0", "--timeout", "10s"] + socket)
+        #expect(ready.status == 0)
+        #expect(Date().timeIntervalSince(started) < 8)
+        let timedOut = try netdevctl(
+            ["wait-online", "--interface", "wo1:routable", "--interface", "absent0", "--timeout", "500ms"] + socket)
+        #expect(timedOut.status == 3)
+        #expect(timedOut.errors.contains("absent0: no such link yet (needs routable)"))
+        #expect(timedOut.errors.contains("wo1:") && timedOut.errors.contains("needs routable"))
+        let any = try netdevctl(
+            ["wait-online", "--any", "--interface", "wo1", "--interface", "wo0", "--timeout", "2s"] + socket)
+        #expect(any.status == 0)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("reload: root may, others get PermissionDenied; monitor follows changes; unreachable is exit 4, usage exit 2")
+    func reloadMonitorAndErrors() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let socket = ["--socket", daemon.socket]
+        #expect(try netdevctl(["reload"] + socket).status == 0)
+        #expect(daemon.notify.receive(until: "RELOADING=1") != nil)
+        let denied = try netdevctl(["reload"] + socket, as: "65534")
+        #expect(denied.status == 1)
+        #expect(denied.errors.contains("io.netdevd.PermissionDenied"))
+        #expect(try netdevctl(["status"] + socket, as: "65534").status == 0)
+
+        let sequences = Mutex<[Int]>([])
+        let stream = VarlinkClient.stream(path: daemon.socket, "io.netdevd.Monitor")
+        let reader = Task {
+            for try await reply in stream {
+                let sequence = Int(reply["state"]?["sequence"]?.numberValue ?? -1)
+                sequences.withLock { $0.append(sequence) }
+                if sequences.withLock({ $0.count }) >= 6 { break }
+            }
+        }
+        usleep(300_000)
+        try ip("link", "add", "mon0", "type", "veth", "peer", "name", "mon1")
+        try ip("link", "set", "mon0", "up")
+        try ip("link", "del", "mon0")
+        _ = waitUntil { sequences.withLock { $0.count } >= 6 }
+        reader.cancel()
+        let seen = sequences.withLock { $0 }
+        #expect(seen.count >= 6)
+        #expect(zip(seen, seen.dropFirst()).allSatisfy { $1 == $0 + 1 }, "sequences \(seen)")
+
+        let unreachable = try netdevctl(["status", "--socket", "/run/netdevd-nowhere.sock"])
+        #expect(unreachable.status == 4)
+        #expect(unreachable.errors.contains("Is netdevd running?"))
+        #expect(try netdevctl(["links", "--bogus"]).status == 2)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+}
