@@ -47,7 +47,8 @@ struct NetdevctlKernelTests {
         let status = try netdevctl(["status"] + socket)
         #expect(status.status == 0)
         #expect(status.output.contains("Online state: online"))
-        #expect(status.output.contains("IDX LINK TYPE     OPERATIONAL"))
+        let header = status.output.split(separator: "\n").first { $0.hasPrefix("IDX") }
+        #expect(header?.split(separator: " ") == ["IDX", "LINK", "TYPE", "OPERATIONAL"])
         #expect(status.output.contains("192.0.2.44/24"))
         let links = try netdevctl(["links", "ctl*", "--no-legend"] + socket)
         #expect(
