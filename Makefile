@@ -44,6 +44,8 @@ test-kernel:
 		echo "kernel tests skipped: they need root to create a network namespace (run make test as root)"; \
 		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \
 	fi; \
+	python3 -c 'import varlink' 2>/dev/null || python3 -m pip install --quiet varlink >/dev/null 2>&1 || \
+		echo "the reference Python Varlink client could not be installed; its test will be skipped"; \
 	before=$$(Tests/Harness/host-state.sh); \
 	Tests/Harness/in-netns.sh $(SWIFT) test --skip-build --no-parallel --filter Kernel; rc=$$?; \
 	after=$$(Tests/Harness/host-state.sh); \

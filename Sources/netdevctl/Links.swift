@@ -69,6 +69,33 @@ struct Devices: ParsableCommand {
     }
 }
 
+/// `netdevctl device PATH`.
+struct DeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Show one device in detail, by sysfs path or kernel name.")
+
+    @Argument(help: "The device's sysfs path (/sys/devices/...) or kernel name (sda, ttyUSB0).")
+    var path: String
+
+    @OptionGroup var options: CommonOptions
+
+    func run() throws {
+        let reply = try options.call("io.netdevd.ListDevices")
+        let devices = try decode(reply["devices"], as: [DeviceReport].self)
+        guard let device = devices.first(where: { $0.syspath == path || $0.sysname == path }) else {
+            throw CommandFailure(
+                status: 1, message: "netdevctl: no tracked device '\(path)'; `netdevctl devices` lists them")
+        }
+        if options.printJSON(try? JSONValue(encoding: device)) { return }
+        print("\(device.sysname)")
+        print("   Path: \(device.syspath)")
+        print("Subsystem: \(device.subsystem)")
+        if let devtype = device.devtype { print("   Type: \(devtype)") }
+        if let devnode = device.devnode { print("   Node: \(devnode)") }
+        if let driver = device.driver { print(" Driver: \(driver)") }
+    }
+}
+
 /// `netdevctl reload`.
 struct Reload: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Make netdevd re-read its configuration (root only).")

@@ -15,7 +15,8 @@ struct Netdevctl: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Status.self, Links.self, LinkCommand.self, Devices.self, Monitor.self, WaitOnline.self, Reload.self,
+            Status.self, Links.self, LinkCommand.self, Devices.self, DeviceCommand.self, Monitor.self, WaitOnline.self,
+            Reload.self,
         ],
         defaultSubcommand: Status.self
     )

@@ -137,3 +137,36 @@ struct NetdevctlKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 }
+
+/// `true` when the reference Python Varlink client can be imported (`pip install varlink`).
+let pythonVarlinkAvailable = (try? run("python3", "-c", "import varlink")) != nil
+
+@Suite(
+    "io.netdevd from the reference Python Varlink client",
+    .enabled(if: KernelHarness.isActive, KernelHarness.skipReason),
+    .enabled(if: pythonVarlinkAvailable, "the reference Python Varlink client is not installed (pip install varlink)")
+)
+struct ReferenceClientTests {
+    @Test("the reference client reads the interface description, calls GetState and ListLinks, and follows Monitor")
+    func referenceClient() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let script = """
+            import sys, varlink
+            with varlink.Client(address="unix:" + sys.argv[1]) as client:
+                with client.open("io.netdevd") as netdevd:
+                    state = netdevd.GetState()
+                    print("phase", state["state"]["phase"])
+                    print("links", [link["name"] for link in netdevd.ListLinks("lo")["links"]])
+                    for reply in netdevd.Monitor(_more=True):
+                        print("monitor", reply["state"]["sequence"] > 0)
+                        break
+            """
+        let output = try run(["python3", "-c", script, daemon.socket])
+        #expect(output.contains("phase running"))
+        #expect(output.contains("links ['lo']"))
+        #expect(output.contains("monitor True"))
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+}
