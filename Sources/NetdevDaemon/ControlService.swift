@@ -35,10 +35,17 @@ public final class ControlService: Sendable {
             state.latest = model
             return changed ? Array(state.monitors.values) : []
         }
-        guard !monitors.isEmpty, let report = try? JSONValue(encoding: StateReport(model)) else { return }
+        guard !monitors.isEmpty, let encoded = Self.encodedState(model) else { return }
         for monitor in monitors {
-            monitor.reply(["state": report], continues: true)
+            monitor.reply(encodedParameters: encoded, continues: true)
         }
+    }
+
+    /// `{"state": ...}` as JSON bytes, encoded once for every monitor.
+    static func encodedState(_ model: Model) -> [UInt8]? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(["state": StateReport(model)])).map(Array.init)
     }
 
     /// The interface, for a ``VarlinkServer``.

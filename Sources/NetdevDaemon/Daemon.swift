@@ -28,6 +28,8 @@ public struct DaemonOptions: Sendable {
     public var receiveBufferBytes = 128 * 1024 * 1024
     /// How long a hook has between SIGTERM and SIGKILL.
     public var hookKillGraceMilliseconds = 5_000
+    /// Replies a control client may leave unread before it is cut off, in bytes.
+    public var monitorBufferBytes = 4 << 20
 
     /// The defaults.
     public init() {}
@@ -142,9 +144,11 @@ public final class Daemon: Sendable {
                 return nil
             }
         }
+        var limits = VarlinkLimits()
+        limits.maximumPendingOutputBytes = options.monitorBufferBytes
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
-            version: "0.1.0", url: "https://github.com/netdevd/netdevd")
+            version: "0.1.0", url: "https://github.com/netdevd/netdevd", limits: limits)
         server.start()
         return server
     }

@@ -42,6 +42,23 @@ public final class VarlinkReplier: Sendable {
         send(VarlinkReply(parameters: parameters, continues: continues && call.more))
     }
 
+    /// Sends a reply whose parameters are already JSON text (an object), so one encoding serves many clients.
+    public func reply(encodedParameters: [UInt8], continues: Bool = false) {
+        let last = !(continues && call.more)
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished && !state.cancelled else { return false }
+            if last { state.finished = true }
+            return true
+        }
+        guard accepted else { return }
+        let message =
+            Array((last ? #"{"parameters":"# : #"{"continues":true,"parameters":"#).utf8)
+            + encodedParameters + Array("}".utf8) + [0]
+        queue.async { [weak connection] in
+            connection?.send(encoded: message, continues: !last, for: self)
+        }
+    }
+
     /// Sends an error, which is always the last reply.
     public func error(_ name: String, _ parameters: [String: JSONValue] = [:]) {
         send(VarlinkReply(parameters: parameters, error: name))
@@ -152,6 +169,10 @@ final class Connection: @unchecked Sendable {
     }
 
     func send(_ reply: VarlinkReply, for replier: VarlinkReplier) {
+        send(encoded: (try? VarlinkFraming.encode(reply)) ?? [], continues: reply.continues, for: replier)
+    }
+
+    func send(encoded message: [UInt8], continues: Bool, for replier: VarlinkReplier) {
         guard !isClosed, replier === current else { return }
         if !replier.call.oneway {
             if output.count > limits.maximumPendingOutputBytes {
@@ -163,10 +184,10 @@ final class Connection: @unchecked Sendable {
                 flush()
                 return
             }
-            output += (try? VarlinkFraming.encode(reply)) ?? []
+            output += message
             flush()
         }
-        if !reply.continues {
+        if !continues {
             current = nil
             startNextCall()
             closeIfDone()

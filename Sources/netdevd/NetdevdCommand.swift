@@ -48,6 +48,9 @@ struct NetdevdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Milliseconds between a hook's SIGTERM and SIGKILL.", visibility: .hidden))
     var hookKillGrace = 5_000
 
+    @Option(help: ArgumentHelp("Bytes of replies a control client may leave unread.", visibility: .hidden))
+    var monitorBuffer = 4 << 20
+
     func run() throws {
         var options = DaemonOptions()
         options.configurationFile = config
@@ -59,6 +62,7 @@ struct NetdevdCommand: ParsableCommand {
         options.hookDirectories = hooksDirectories
         options.receiveBufferBytes = receiveBuffer
         options.hookKillGraceMilliseconds = hookKillGrace
+        options.monitorBufferBytes = monitorBuffer
         let status = Daemon(options: options).run()
         throw ExitCode(status)
     }

@@ -170,3 +170,90 @@ struct ReferenceClientTests {
         #expect(daemon.exitStatus() == 0)
     }
 }
+
+/// The sequence numbers one monitor saw.
+final class SequenceLog: Sendable {
+    private let values = Mutex<[Int]>([])
+
+    func withLock<Result>(_ body: (inout [Int]) -> Result) -> Result {
+        values.withLock { body(&$0) }
+    }
+}
+
+@Suite("io.netdevd under many monitors", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+struct ManyMonitorsTests {
+    @Test("100 monitors and one that never reads: the stuck one is dropped, the others see every change in order")
+    func hundredMonitors() throws {
+        // A small pending-output limit, so the stuck client trips it within a few dozen changes.
+        let daemon = try RunningDaemon(extraArguments: ["--monitor-buffer", "65536"])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let sequences = (0..<100).map { _ in SequenceLog() }
+        let finished = DispatchGroup()
+        for index in 0..<100 {
+            finished.enter()
+            let path = daemon.socket
+            Thread.detachNewThread {
+                defer { finished.leave() }
+                guard let client = try? VarlinkClient(path: path) else { return }
+                try? client.callWithMore("io.netdevd.Monitor") { reply in
+                    let sequence = Int(reply["state"]?["sequence"]?.numberValue ?? -1)
+                    let phase = reply["state"]?["phase"]?.stringValue
+                    sequences[index].withLock { $0.append(sequence) }
+                    return phase != "stopping"
+                }
+            }
+        }
+        // The stuck client: subscribes with a tiny receive buffer and never reads.
+        let stuck = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(stuck) }
+        var size: Int32 = 4096
+        setsockopt(stuck, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in daemon.socket.utf8.enumerated() { raw[index] = byte }
+        }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(stuck, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        let call = Array(#"{"method":"io.netdevd.Monitor","more":true}"#.utf8) + [0]
+        _ = call.withUnsafeBytes { send(stuck, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = waitUntil { sequences.allSatisfy { !$0.withLock { $0.isEmpty } } }
+
+        let started = Date()
+        try ipBatch((0..<10).map { "link add many\($0)a type veth peer name many\($0)b" })
+        try ipBatch((0..<10).map { "link set many\($0)a up" })
+        try ipBatch((0..<10).map { "link del many\($0)a" })
+        let lastSequence = { sequences.map { $0.withLock { $0.last ?? 0 } }.max() ?? 0 }
+        _ = waitUntil(timeout: 30) {
+            let linkCount = (try? netdevctl(["--json=short", "links", "--socket", daemon.socket]))
+                .flatMap { try? JSONSerialization.jsonObject(with: Data($0.output.utf8)) as? [Any] }?.count
+            return linkCount == 1
+        }
+        let settled = Date().timeIntervalSince(started)
+        _ = waitUntil { sequences.allSatisfy { $0.withLock { $0.last } == lastSequence() } }
+        for (index, seen) in sequences.enumerated() {
+            let values = seen.withLock { $0 }
+            #expect(
+                zip(values, values.dropFirst()).allSatisfy { $1 == $0 + 1 },
+                "monitor \(index) skipped: \(values.prefix(20))")
+        }
+        #expect(lastSequence() > 40, "\(lastSequence()) changes seen")
+        #expect(settled < 20, "the daemon took \(settled) s to reflect the changes with 101 monitors")
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var received: [UInt8] = []
+        var timeout = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(stuck, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while true {
+            let count = recv(stuck, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            received += buffer[0..<count]
+        }
+        #expect(String(decoding: received, as: UTF8.self).contains("io.netdevd.ClientTooSlow"))
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+        finished.wait()
+    }
+}
