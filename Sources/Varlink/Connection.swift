@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -12,7 +11,8 @@ import Glibc
 public final class VarlinkReplier: Sendable {
     private weak let connection: Connection?
     private let queue: DispatchQueue
-    private let state = Mutex<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>((false, false, nil))
+    private let state = Guarded<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>(
+        (false, false, nil))
     /// The call being answered.
     public let call: VarlinkCall
 

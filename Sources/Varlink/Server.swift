@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +59,7 @@ public final class VarlinkServer: Sendable {
     private let interfaces: [String: VarlinkInterface]
     private let limits: VarlinkLimits
     private let info: [String: JSONValue]
-    private let state = Mutex<ServerState>(ServerState())
+    private let state = Guarded<ServerState>(ServerState())
 
     private struct ServerState {
         var source: SourceBox?

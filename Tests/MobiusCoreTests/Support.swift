@@ -62,7 +62,7 @@ func drain(_ queue: DispatchQueue) {
     queue.sync {}
 }
 
-private let misuseGate = Protected<Void>(())
+private let misuseGate = DispatchQueue(label: "misuse checks, one at a time")
 
 /// Runs `body` on a thread of its own with a recording ``MobiusHooks`` error handler installed, and returns the
 /// message reported, or `nil` when `body` finishes without a misuse.
@@ -71,7 +71,7 @@ private let misuseGate = Protected<Void>(())
 /// uses objects of its own, so nothing else waits on that thread. Misuse checks run one at a time because the
 /// error handler is process-wide.
 func misuseMessage(of body: @escaping @Sendable () -> Void) -> String? {
-    misuseGate.withLock { _ in
+    misuseGate.sync {
         let reported = Protected<String?>(nil)
         let done = DispatchSemaphore(value: 0)
         MobiusHooks.setErrorHandler { message, _, _ in
