@@ -83,7 +83,9 @@ let package = Package(
         ),
         .testTarget(
             name: "MobiusCoreTests",
-            dependencies: ["MobiusCore", "MobiusTest", .product(name: "CasePaths", package: "swift-case-paths")],
+            dependencies: [
+                "MobiusCore", "MobiusTest", "KernelTestSupport", .product(name: "CasePaths", package: "swift-case-paths"),
+            ],
             swiftSettings: strict
         ),
         // Swift 5 language mode on purpose, the one exception: code written for Spotify's Mobius.swift must compile
@@ -110,7 +112,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevSessionTests",
-            dependencies: ["NetdevSession", "MobiusCore", "MobiusTest"],
+            dependencies: ["NetdevSession", "MobiusCore", "MobiusTest", "KernelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -118,7 +120,7 @@ let package = Package(
             dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "Varlink", "KernelTestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "VarlinkTests", dependencies: ["Varlink"], swiftSettings: strict),
+        .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobiusTestTests",
             dependencies: ["MobiusCore", "MobiusTest"],

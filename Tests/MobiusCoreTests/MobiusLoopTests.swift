@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KernelTestSupport
 import MobiusCore
 import Synchronization
 import Testing

@@ -1,23 +1,7 @@
 import Dispatch
 import Foundation
+import KernelTestSupport
 import MobiusCore
-
-/// A value behind an `NSLock`, which ThreadSanitizer understands (a contended `Synchronization.Mutex` on Linux is
-/// taken inside the kernel, out of its sight). `@unchecked Sendable`: `value` is touched only under `lock`.
-final class Protected<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
-}
 
 /// A thread-safe list of what happened, in the order it happened.
 final class Recorder<Value: Sendable>: Sendable {

@@ -1,24 +1,8 @@
 import Foundation
+import KernelTestSupport
 import MobiusCore
 import NetdevSession
 import Testing
-
-/// A deterministic generator, so a failing sequence reproduces from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
 
 /// A simulated host: the kernel's truth, what the session was told, and the hook runs it started. Drives a
 /// session with random events the way the daemon would, and checks the invariants after every step.

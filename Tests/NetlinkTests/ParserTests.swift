@@ -1,4 +1,5 @@
 import Foundation
+import KernelTestSupport
 import Netlink
 import Testing
 
@@ -175,7 +176,7 @@ struct MalformedInputTests {
 
     @Test("random corruption of captured messages never crashes the parser")
     func randomCorruption() throws {
-        var generator = SplitMix64(seed: 0x6e65_7464_6576_64)
+        var generator = SeededGenerator(seed: 0x6e65_7464_6576_64)
         for name in ["link-dump.bin", "addr-dump.bin", "route-dump.bin", "newlink.bin", "dellink.bin"] {
             let original = try fixture(name)
             for _ in 0..<500 {
@@ -200,21 +201,4 @@ private func messageBoundaries(_ bytes: [UInt8]) -> Set<Int> {
         ends.insert(offset)
     }
     return ends
-}
-
-/// A small deterministic generator, so a failure reproduces.
-private struct SplitMix64 {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import KernelTestSupport
 import Testing
 import Varlink
 
@@ -50,26 +51,9 @@ final class TestServer {
     }
 }
 
-/// A value behind an `NSLock`, which ThreadSanitizer sees (a contended `Synchronization.Mutex` it does not).
-/// `@unchecked Sendable`: `value` is touched only under `lock`.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
-    }
-}
-
 /// The repliers of open `Ticks` calls.
 final class Ticks: Sendable {
-    private let repliers = Locked<[VarlinkReplier]>([])
+    private let repliers = Protected<[VarlinkReplier]>([])
 
     func add(_ replier: VarlinkReplier) {
         repliers.withLock { $0.append(replier) }
@@ -204,7 +188,7 @@ struct ProtocolTests {
     @Test("a call with more gets every reply in order until the last")
     func more() throws {
         let server = try TestServer()
-        let received = Locked<[Double]>([])
+        let received = Protected<[Double]>([])
         let done = DispatchSemaphore(value: 0)
         let path = server.path
         Thread.detachNewThread {
