@@ -66,6 +66,8 @@ public final class UdevMonitor: Sendable {
     public let subsystems: [String]
     /// The monitor's socket, for a Dispatch read source. Owned by the monitor.
     public let fileDescriptor: Int32
+    /// Whether the receive buffer could be raised to the size asked for (it needs CAP_NET_ADMIN past rmem_max).
+    public let receiveBufferRaised: Bool
 
     private let handle: Mutex<MonitorHandle>
 
@@ -84,10 +86,9 @@ public final class UdevMonitor: Sendable {
                     operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
             }
         }
-        let sized = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes)
-        guard sized >= 0 else {
-            throw UdevError(operation: "udev_monitor_set_receive_buffer_size", errno: -sized)
-        }
+        // Raising the buffer past rmem_max needs CAP_NET_ADMIN; without it the monitor works with the default
+        // buffer (and reports overflows, as always), so this is not a reason to fail.
+        receiveBufferRaised = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes) >= 0
         let enabled = udev_monitor_enable_receiving(handle.monitor)
         guard enabled >= 0 else {
             throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)

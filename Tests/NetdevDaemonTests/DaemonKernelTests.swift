@@ -332,3 +332,32 @@ extension DaemonBadDayTests {
         #expect(daemon.exitStatus(timeout: 20) == 0)
     }
 }
+
+extension DaemonWithoutServicesTests {
+    @Test("without root it still starts and watches (no big receive buffers, no control socket in /run), and says so")
+    func unprivileged() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = [
+            "--reuid=65534", "--regid=65534", "--clear-groups", RunningDaemon.binary, "--log-target", "console",
+            "--config", "/nonexistent.conf", "--hooks-dir", "/nonexistent",
+        ]
+        let errors = Pipe()
+        process.standardError = errors
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = nil
+        process.environment = environment
+        try process.run()
+        usleep(1_500_000)
+        try ip("link", "add", "unp0", "type", "veth", "peer", "name", "unp1")
+        try ip("link", "del", "unp0")
+        usleep(300_000)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let output = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(output)")
+        #expect(output.contains("netdevd started:"), "\(output)")
+        #expect(output.contains("No control socket"), "\(output)")
+        #expect(output.contains("unp0: added"), "\(output)")
+    }
+}
