@@ -47,6 +47,7 @@ public final class Daemon: Sendable {
     private let exitStatus = Mutex<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     private let notifyWarned = Mutex(false)
+    private let journalWarned = Mutex(false)
 
     /// A daemon with `options`; nothing starts until ``run()``.
     public init(options: DaemonOptions) {
@@ -94,12 +95,13 @@ public final class Daemon: Sendable {
         }
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            journal: journal)
+            log: { [weak self] entry in self?.send(entry) })
         let timers = Timers(queue: ioQueue)
         let effects = EffectHandlers(daemon: self, hooks: hooks, timers: timers, ioQueue: ioQueue)
         var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
             .withEventSource(sources.build())
-        if let recordFile = options.recordFile, let recorder = EventRecorder(path: recordFile) {
+        let recorder = options.recordFile.flatMap(EventRecorder.init(path:))
+        if let recorder {
             builder = builder.withLogger(recorder)
         }
         let controller = builder.makeController(
@@ -123,6 +125,7 @@ public final class Daemon: Sendable {
         server?.stop()
         controller.stop()
         timers.cancelAll()
+        recorder?.flush()
         return exitStatus.withLock { $0 } ?? 0
     }
 
@@ -184,13 +187,30 @@ public final class Daemon: Sendable {
         for field in entry.fields {
             journalEntry.append(.normalizing(field.name), field.value)
         }
-        try? journal.send(journalEntry)
+        send(journalEntry)
+    }
+
+    /// Writes `entry`; the first failure is reported on standard error, later ones are counted there too rarely
+    /// to matter, so a broken journal is noticed without flooding the console.
+    func send(_ entry: JournalEntry) {
+        do {
+            try journal.send(entry)
+        } catch {
+            let first = journalWarned.withLock { warned -> Bool in
+                defer { warned = true }
+                return !warned
+            }
+            if first {
+                let line = "netdevd: \(error); further journal failures are not reported\n"
+                FileHandle.standardError.write(Data(line.utf8))
+            }
+        }
     }
 
     /// Writes a daemon message that is not a session entry.
     func log(_ priority: Int, _ message: String) {
         guard priority <= options.maximumPriority else { return }
-        try? journal.send(JournalEntry(message: message, priority: JournalPriority(rawValue: priority) ?? .info))
+        send(JournalEntry(message: message, priority: JournalPriority(rawValue: priority) ?? .info))
     }
 
     /// Sends a notification; the first failure is logged, later ones are not (NOTIFY_SOCKET pointing nowhere).

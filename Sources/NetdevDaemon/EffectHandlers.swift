@@ -12,6 +12,7 @@ struct EffectHandlers: Sendable {
     init(daemon: Daemon, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = DispatchQueue(label: "netdevd.notify")
+        let journalQueue = DispatchQueue(label: "netdevd.journal")
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
                 acceptClosure: { timer in
@@ -24,7 +25,8 @@ struct EffectHandlers: Sendable {
             .routeCase(\.enumerate).on(queue: ioQueue).toEvent { generation, subsystems in
                 Self.enumerate(generation: generation, subsystems: subsystems)
             }
-            .routeCase(\.log).to { entry in daemon.write(entry) }
+            // The journal on its own serial queue too: sd_journal_sendv blocks while journald's socket is full.
+            .routeCase(\.log).on(queue: journalQueue).to { entry in daemon.write(entry) }
             // Its own serial queue: sd_notify blocks while the manager's queue is full, and the loop must not.
             .routeCase(\.notify).on(queue: notifyQueue).to { notifications in daemon.notify(notifications) }
             .routeCase(\.loadConfiguration).on(queue: ioQueue).toEvent { _ in

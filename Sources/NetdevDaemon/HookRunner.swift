@@ -33,19 +33,19 @@ public final class HookRunner: Sendable {
     public let outputTailBytes = 4096
     /// How long a hook has between SIGTERM and SIGKILL.
     public let killGrace: DispatchTimeInterval
-    private let journal: Journal
+    private let log: @Sendable (JournalEntry) -> Void
     private let cancelled = Mutex<Set<Int>>([])
     private let queue = DispatchQueue(label: "netdevd.hooks", attributes: .concurrent)
 
-    /// A runner over `directories` that logs hook output to `journal`.
+    /// A runner over `directories` that hands each hook's output to `log` as a journal entry.
     public init(
         directories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"],
         killGrace: DispatchTimeInterval = .seconds(5),
-        journal: Journal
+        log: @escaping @Sendable (JournalEntry) -> Void
     ) {
         self.directories = directories
         self.killGrace = killGrace
-        self.journal = journal
+        self.log = log
     }
 
     /// The hooks that would run now, in lexical order, with refusals explained.
@@ -111,7 +111,7 @@ public final class HookRunner: Sendable {
                 entry.append(.syslogIdentifier, hook.name)
                 entry.append(.normalizing("NETDEVD_HOOK_RUN"), String(run.id))
                 entry.append(.normalizing("NETDEVD_HOOK_EVENT"), run.event.rawValue)
-                try? journal.send(entry)
+                log(entry)
             }
             outcomes.append(outcome)
         }
