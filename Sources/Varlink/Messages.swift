@@ -136,11 +136,6 @@ public struct VarlinkFraming: Sendable {
         return messages
     }
 
-    /// `true` when bytes of an unfinished message are buffered.
-    public var hasPartialMessage: Bool {
-        !buffer.isEmpty
-    }
-
     /// The bytes of `value` as JSON, NUL-terminated.
     public static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
         let encoder = JSONEncoder()

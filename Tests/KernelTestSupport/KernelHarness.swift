@@ -14,10 +14,6 @@ public enum KernelHarness {
     public static let skipReason: Comment =
         "needs root in a throw-away network namespace with a private udevd and journald; `make test` as root runs it through Tests/Harness/in-netns.sh"
 
-    /// The network namespace the harness made.
-    public static var namespace: String {
-        ProcessInfo.processInfo.environment["NETDEVD_TEST_NETNS"] ?? "?"
-    }
 }
 
 /// A command that failed, with what it printed.
