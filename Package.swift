@@ -72,7 +72,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "netdevd",
-            dependencies: ["NetdevDaemon", "Systemd", "Udev", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "NetdevDaemon", "NetdevSession", "Systemd", "Udev",
+                .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         .executableTarget(

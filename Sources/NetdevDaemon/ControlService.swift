@@ -9,7 +9,8 @@ public import Varlink
 public final class ControlService: Sendable {
     private struct State {
         var latest: Model?
-        var monitors: [ObjectIdentifier: VarlinkReplier] = [:]
+        /// Each monitor, and the sequence of the state it was sent first.
+        var monitors: [ObjectIdentifier: (replier: VarlinkReplier, since: Int)] = [:]
         var dispatch: Consumer<Event>?
     }
 
@@ -29,23 +30,31 @@ public final class ControlService: Sendable {
         }
     }
 
+    /// Sends every monitor what changed. Replies are queued under the lock that registers monitors, so a monitor
+    /// gets its first state before any change, and skips the changes its first state already holds.
     func publish(_ model: Model) {
-        let monitors = state.withLock { state -> [VarlinkReplier] in
-            let changed = state.latest?.changeSequence != model.changeSequence
-            state.latest = model
-            return changed ? Array(state.monitors.values) : []
+        let previous = state.withLock { state -> Model? in
+            defer { state.latest = model }
+            guard let latest = state.latest, latest.changeSequence != model.changeSequence,
+                !state.monitors.isEmpty
+            else { return nil }
+            return latest
         }
-        guard !monitors.isEmpty, let encoded = Self.encodedState(model) else { return }
-        for monitor in monitors {
-            monitor.reply(encodedParameters: encoded, continues: true)
+        guard let previous, let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else {
+            return
+        }
+        state.withLock { state in
+            for monitor in state.monitors.values where monitor.since < model.changeSequence {
+                monitor.replier.reply(encodedParameters: encoded, continues: true)
+            }
         }
     }
 
-    /// `{"state": ...}` as JSON bytes, encoded once for every monitor.
-    static func encodedState(_ model: Model) -> [UInt8]? {
+    /// `value` as JSON bytes, encoded once for every monitor.
+    static func encoded(_ value: some Encodable) -> [UInt8]? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(["state": StateReport(model)])).map(Array.init)
+        return (try? encoder.encode(value)).map(Array.init)
     }
 
     /// The interface, for a ``VarlinkServer``.
@@ -87,14 +96,22 @@ public final class ControlService: Sendable {
                         replier.error(VarlinkStandardError.expectedMore)
                         return
                     }
-                    guard let model = latest(replier), let report = try? JSONValue(encoding: StateReport(model)) else {
+                    let key = ObjectIdentifier(replier)
+                    let registered = state.withLock { state -> Bool in
+                        guard let model = state.latest, let report = Self.encoded(["state": StateReport(model)]) else {
+                            return false
+                        }
+                        state.monitors[key] = (replier, model.changeSequence)
+                        replier.reply(encodedParameters: report, continues: true)
+                        return true
+                    }
+                    guard registered else {
+                        replier.error("io.netdevd.NotRunning")
                         return
                     }
-                    let key = ObjectIdentifier(replier)
-                    state.withLock { $0.monitors[key] = replier }
-                    replier.onCancel { [weak self] in _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
+                    replier.onCancel { [weak self] in
+                        _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
                     }
-                    replier.reply(["state": report], continues: true)
                 },
                 "Reload": { [self] _, peer, replier in
                     guard peer.uid == 0 else {
@@ -173,8 +190,22 @@ public final class ControlService: Sendable {
         # The devices of `subsystem` (all without one).
         method ListDevices(subsystem: ?string) -> (devices: []Device)
 
-        # With `more`: the state now, then the state after every change; `sequence` increases by one each time.
-        method Monitor() -> (state: State)
+        # What one change altered: the links that appeared or changed, the indexes of those that went away,
+        # and the rest of the state in full.
+        type Change (
+          sequence: int,
+          phase: string,
+          onlineState: string,
+          links: []Link,
+          removedLinks: []int,
+          deviceCounts: [string]int,
+          resyncs: int,
+          staleHookRunsDropped: int
+        )
+
+        # With `more`: first the state now (`state`), then one reply per change (`change`), each with a `sequence`
+        # one higher than the one before; applying the changes in order to the state gives the daemon's state.
+        method Monitor() -> (state: ?State, change: ?Change)
 
         # Re-read the configuration (uid 0 only).
         method Reload() -> ()

@@ -112,6 +112,70 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
     }
 }
 
+extension MessageKind {
+    /// The catalog's `Subject:` line: what happened, in a few words.
+    public var subject: String {
+        switch self {
+        case .started: "netdevd is ready"
+        case .stopping: "netdevd is stopping"
+        case .stopped: "netdevd stopped"
+        case .reloaded: "netdevd reloaded its configuration"
+        case .reloadFailed: "netdevd could not reload its configuration"
+        case .resyncStarted: "netdevd lost events and is re-reading the state"
+        case .resynced: "netdevd re-read the state after lost events"
+        case .enumerationFailed: "netdevd could not read the current links or devices"
+        case .linkAdded: "Network link @NETDEVD_IFNAME@ appeared"
+        case .linkRemoved: "Network link @NETDEVD_IFNAME@ disappeared"
+        case .linkStateChanged: "Network link @NETDEVD_IFNAME@ is now @NETDEVD_OPER_STATE@"
+        case .addressAdded: "Address @NETDEVD_ADDRESS@ added to @NETDEVD_IFNAME@"
+        case .addressRemoved: "Address @NETDEVD_ADDRESS@ removed from @NETDEVD_IFNAME@"
+        case .routeAdded: "Default route added on @NETDEVD_IFNAME@"
+        case .routeRemoved: "Default route removed from @NETDEVD_IFNAME@"
+        case .deviceAdded: "Device appeared"
+        case .deviceRemoved: "Device disappeared"
+        case .deviceChanged: "Device changed"
+        case .onlineStateChanged: "The host's online state changed"
+        case .hookRunDropped: "A queued hook run was dropped"
+        case .hookRunFinished: "Hooks ran"
+        case .hookRunFailed: "A hook failed"
+        case .hookRunsCancelled: "Running hooks were cancelled"
+        case .configurationWarning: "netdevd's configuration has a problem"
+        }
+    }
+
+    /// What an operator can do about it, when there is something to do.
+    var advice: String? {
+        switch self {
+        case .reloadFailed, .configurationWarning:
+            "The entry names the file and line. Fix it, then run `systemctl reload netdevd` (or `netdevctl reload`)."
+        case .resyncStarted:
+            "Events arrived faster than netdevd read them. Nothing was lost for good: the state is read again."
+        case .enumerationFailed:
+            "The entry says which read failed and why; netdevd retries. If it keeps failing, check that the service "
+                + "may open netlink sockets (RestrictAddressFamilies=) and that udevd runs."
+        case .hookRunFailed:
+            "The entry names the hook and its exit status or signal; the hook's last output is logged under its "
+                + "name. Run the hook by hand with the NETDEVD_* environment shown in netdevd(8) to reproduce it."
+        case .hookRunDropped:
+            "Hooks of one subject run one at a time; while one runs, only the newest queued state is kept."
+        default: nil
+        }
+    }
+
+    /// The journal catalog (`/usr/lib/systemd/catalog/netdevd.catalog`, see journalctl(1) `--update-catalog`):
+    /// one entry per kind, keyed by its `MESSAGE_ID`.
+    public static var journalCatalog: String {
+        var text =
+            "# The journal catalog of netdevd's messages; generated from MessageKind (netdevd --print-catalog).\n"
+        for kind in allCases {
+            text += "\n-- \(kind.id)\nSubject: \(kind.subject)\nDefined-By: netdevd\n"
+            text += "Documentation: man:netdevd(8)\n\n\(kind.explanation)\n"
+            if let advice = kind.advice { text += "\n\(advice)\n" }
+        }
+        return text
+    }
+}
+
 /// A journal entry the session asks for: priority, message, kind (and so MESSAGE_ID), and fields.
 public struct LogEntry: Codable, Sendable, Equatable {
     /// syslog priority: 3 error, 4 warning, 5 notice, 6 info, 7 debug.

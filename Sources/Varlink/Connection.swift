@@ -99,6 +99,10 @@ final class Connection: @unchecked Sendable {
     private var readSource: SourceBox?
     private var writeSource: (any DispatchSourceWrite)?
     private var isClosed = false
+    /// Dispatch sources on `fd` whose cancellation has not completed. The descriptor is closed only when this is
+    /// zero: closing it earlier lets a new connection reuse the number while libdispatch still watches the old one,
+    /// and the new connection's reads are never delivered.
+    private var liveSources = 0
     private var closeWhenFlushed = false
     /// The client shut down its side: answer what it sent, then close.
     private var peerFinished = false
@@ -123,6 +127,7 @@ final class Connection: @unchecked Sendable {
         }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [weak self] in self?.readAvailable() }
+        watch(source)
         source.resume()
         readSource = SourceBox(source)
     }
@@ -231,6 +236,7 @@ final class Connection: @unchecked Sendable {
             self.flush()
         }
         writeSource = source
+        watch(source)
         source.resume()
     }
 
@@ -243,7 +249,17 @@ final class Connection: @unchecked Sendable {
         current?.cancel()
         current = nil
         waiting = []
-        Glibc.close(fd)
+        if liveSources == 0 { Glibc.close(fd) }
         server?.closed(self)
+    }
+
+    /// Counts `source` as live until its cancellation completes (on `queue`), then closes `fd` if the connection is
+    /// closed and no other source watches it.
+    private func watch(_ source: any DispatchSourceProtocol) {
+        liveSources += 1
+        source.setCancelHandler { [self] in
+            liveSources -= 1
+            if isClosed && liveSources == 0 { Glibc.close(fd) }
+        }
     }
 }

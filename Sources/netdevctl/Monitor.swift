@@ -3,7 +3,7 @@ import Foundation
 import NetdevDaemon
 import Varlink
 
-/// `netdevctl monitor`: the state, then every change, as readable lines or JSON.
+/// `netdevctl monitor`: the state, then every change, as readable lines or JSON (the whole state after each change).
 struct Monitor: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Follow changes: links, states, online state.")
 
@@ -11,21 +11,31 @@ struct Monitor: ParsableCommand {
 
     func run() throws {
         let client = try options.client()
-        var previous: StateReport?
+        var replies = MonitorReplies()
+        var failure: CommandFailure?
         do {
             try client.callWithMore("io.netdevd.Monitor") { reply in
-                if options.printJSON(reply["state"]) { return true }
-                guard let state = try? decode(reply["state"], as: StateReport.self) else { return true }
+                let previous = replies.state
+                let state: StateReport
+                do throws(CommandFailure) {
+                    guard let next = try replies.apply(reply) else { return true }
+                    state = next
+                } catch {
+                    failure = error
+                    return false
+                }
+                // Scripts get the whole state after each change; people get what changed.
+                if options.printJSON(try? JSONValue(encoding: state)) { return true }
                 for line in Self.describe(from: previous, to: state) {
                     print("[\(Self.timestamp())] \(line)")
                 }
                 fflush(nil)
-                previous = state
                 return true
             }
         } catch {
             throw CommandFailure(status: 1, message: "netdevctl: monitor ended: \(error)")
         }
+        if let failure { throw failure }
     }
 
     static func timestamp() -> String {
@@ -68,5 +78,30 @@ struct Monitor: ParsableCommand {
             lines.append("netdevd \(new.phase)")
         }
         return lines
+    }
+}
+
+/// The daemon's state rebuilt from `io.netdevd.Monitor` replies: the first carries the whole state, each later one
+/// what changed. A change whose sequence does not follow the last one is an error, never a silent gap.
+struct MonitorReplies {
+    private(set) var state: StateReport?
+
+    /// Applies `reply`; returns the state after it, or `nil` for a reply this netdevctl does not understand.
+    mutating func apply(_ reply: [String: JSONValue]) throws(CommandFailure) -> StateReport? {
+        if let first = try? reply["state"]?.decode(as: StateReport.self) {
+            state = first
+            return first
+        }
+        guard let current = state, let change = try? reply["change"]?.decode(as: ChangeReport.self) else {
+            return nil
+        }
+        guard change.sequence == current.sequence + 1 else {
+            throw CommandFailure(
+                status: 1,
+                message: "netdevctl: netdevd's changes skipped from \(current.sequence) to \(change.sequence)")
+        }
+        let next = current.applying(change)
+        state = next
+        return next
     }
 }

@@ -55,9 +55,18 @@ struct WaitOnline: ParsableCommand {
                 Foundation.exit(3)
             }
         }
+        var replies = MonitorReplies()
+        var failure: CommandFailure?
         do {
             try client.callWithMore("io.netdevd.Monitor") { reply in
-                guard let state = try? decode(reply["state"], as: StateReport.self) else { return true }
+                let state: StateReport
+                do throws(CommandFailure) {
+                    guard let next = try replies.apply(reply) else { return true }
+                    state = next
+                } catch {
+                    failure = error
+                    return false
+                }
                 let waiting = Self.waiting(state, requirements: requirements, minimum: minimum, any: any)
                 outcome.record(waiting, state: state)
                 return !waiting.isEmpty
@@ -65,6 +74,7 @@ struct WaitOnline: ParsableCommand {
         } catch {
             throw CommandFailure(status: 1, message: "netdevctl: wait-online: \(error)")
         }
+        if let failure { throw failure }
         if !outcome.satisfied {
             throw CommandFailure(
                 status: 1, message: "netdevctl: netdevd closed the connection before the wait was over")

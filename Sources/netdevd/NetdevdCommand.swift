@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetdevDaemon
+import NetdevSession
 import Systemd
 import Udev
 
@@ -51,7 +52,14 @@ struct NetdevdCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Bytes of replies a control client may leave unread.", visibility: .hidden))
     var monitorBuffer = 4 << 20
 
+    @Flag(help: ArgumentHelp("Print the journal catalog of netdevd's MESSAGE_IDs and exit.", visibility: .hidden))
+    var printCatalog = false
+
     func run() throws {
+        if printCatalog {
+            print(MessageKind.journalCatalog, terminator: "")
+            return
+        }
         var options = DaemonOptions()
         options.configurationFile = config
         options.socketPath = socket
