@@ -68,7 +68,7 @@ public struct ConfigurationLoader: Sendable {
             ? .loaded(builder.configuration, warnings: builder.warnings) : .rejected(builder.errors)
     }
 
-    /// Parses one file's text (for tests and `netdevd --check-config`).
+    /// Parses one file's text.
     public static func parse(_ text: String, file: String = "netdevd.conf") -> Outcome {
         var builder = Builder()
         builder.parse(text, file: file)

@@ -5,13 +5,16 @@ import Synchronization
 public import Varlink
 
 /// The `io.netdevd` Varlink interface, served from the models the loop publishes: a query never waits on the
-/// loop, and a slow monitor only fills its own connection's bounded buffer.
+/// loop, and a slow monitor only fills its own connection's bounded buffer. A call that arrives before the loop
+/// published its first model (a socket-activated start) is answered as soon as it has.
 public final class ControlService: Sendable {
     private struct State {
         var latest: Model?
         /// Each monitor, and the sequence of the state it was sent first.
         var monitors: [ObjectIdentifier: (replier: VarlinkReplier, since: Int)] = [:]
         var dispatch: Consumer<Event>?
+        /// Calls that came before the first model, answered when it comes.
+        var parked: [@Sendable (Model) -> Void] = []
     }
 
     private let state = Mutex(State())
@@ -33,13 +36,17 @@ public final class ControlService: Sendable {
     /// Sends every monitor what changed. Replies are queued under the lock that registers monitors, so a monitor
     /// gets its first state before any change, and skips the changes its first state already holds.
     func publish(_ model: Model) {
-        let previous = state.withLock { state -> Model? in
-            defer { state.latest = model }
+        let (previous, parked) = state.withLock { state -> (Model?, [@Sendable (Model) -> Void]) in
+            defer {
+                state.latest = model
+                state.parked = []
+            }
             guard let latest = state.latest, latest.changeSequence != model.changeSequence,
                 !state.monitors.isEmpty
-            else { return nil }
-            return latest
+            else { return (nil, state.parked) }
+            return (latest, state.parked)
         }
+        for call in parked { call(model) }
         guard let previous, let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else {
             return
         }
@@ -64,53 +71,51 @@ public final class ControlService: Sendable {
             description: Self.description,
             methods: [
                 "GetState": { [self] _, _, replier in
-                    guard let model = latest(replier) else { return }
-                    reply(replier, ["state": StateReport(model)])
+                    withLatest { [self] model in reply(replier, ["state": StateReport(model)]) }
                 },
                 "ListLinks": { [self] call, _, replier in
-                    guard let model = latest(replier) else { return }
                     let pattern = call.parameters["pattern"]
                     if let pattern, pattern != .null, pattern.stringValue == nil {
                         replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("pattern")])
                         return
                     }
-                    let links = model.sortedLinks.filter { link in
-                        pattern?.stringValue.map { Glob.matches($0, link.name) } ?? true
+                    withLatest { [self] model in
+                        let links = model.sortedLinks.filter { link in
+                            pattern?.stringValue.map { Glob.matches($0, link.name) } ?? true
+                        }
+                        reply(replier, ["links": links.map(LinkReport.init)])
                     }
-                    reply(replier, ["links": links.map(LinkReport.init)])
                 },
                 "ListDevices": { [self] call, _, replier in
-                    guard let model = latest(replier) else { return }
                     let subsystem = call.parameters["subsystem"]
                     if let subsystem, subsystem != .null, subsystem.stringValue == nil {
                         replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("subsystem")])
                         return
                     }
-                    let devices = model.devices.values
-                        .filter { device in subsystem?.stringValue.map { $0 == device.subsystem } ?? true }
-                        .sorted { $0.syspath < $1.syspath }
-                    reply(replier, ["devices": devices.map(DeviceReport.init)])
+                    withLatest { [self] model in
+                        let devices = model.devices.values
+                            .filter { device in subsystem?.stringValue.map { $0 == device.subsystem } ?? true }
+                            .sorted { $0.syspath < $1.syspath }
+                        reply(replier, ["devices": devices.map(DeviceReport.init)])
+                    }
                 },
                 "Monitor": { [self] call, _, replier in
                     guard call.more else {
                         replier.error(VarlinkStandardError.expectedMore)
                         return
                     }
-                    let key = ObjectIdentifier(replier)
-                    let registered = state.withLock { state -> Bool in
-                        guard let model = state.latest, let report = Self.encoded(["state": StateReport(model)]) else {
-                            return false
+                    withLatest { [self] _ in
+                        let key = ObjectIdentifier(replier)
+                        state.withLock { state in
+                            guard let model = state.latest,
+                                let report = Self.encoded(["state": StateReport(model)])
+                            else { return }
+                            state.monitors[key] = (replier, model.changeSequence)
+                            replier.reply(encodedParameters: report, continues: true)
                         }
-                        state.monitors[key] = (replier, model.changeSequence)
-                        replier.reply(encodedParameters: report, continues: true)
-                        return true
-                    }
-                    guard registered else {
-                        replier.error("io.netdevd.NotRunning")
-                        return
-                    }
-                    replier.onCancel { [weak self] in
-                        _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
+                        replier.onCancel { [weak self] in
+                            _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
+                        }
                     }
                 },
                 "Reload": { [self] _, peer, replier in
@@ -131,12 +136,13 @@ public final class ControlService: Sendable {
         )
     }
 
-    private func latest(_ replier: VarlinkReplier) -> Model? {
-        guard let model = state.withLock({ $0.latest }) else {
-            replier.error("io.netdevd.NotRunning")
-            return nil
+    /// Runs `body` with the latest model: now, or when the loop publishes its first.
+    private func withLatest(_ body: @escaping @Sendable (Model) -> Void) {
+        let model = state.withLock { state -> Model? in
+            if state.latest == nil { state.parked.append(body) }
+            return state.latest
         }
-        return model
+        if let model { body(model) }
     }
 
     private func reply<Value: Encodable>(_ replier: VarlinkReplier, _ parameters: [String: Value]) {
@@ -213,7 +219,7 @@ public final class ControlService: Sendable {
         # The caller may not do this.
         error PermissionDenied (reason: string)
 
-        # netdevd has not finished starting.
+        # netdevd is not running its loop (it is stopping).
         error NotRunning ()
 
         # The monitor's client read too slowly; its connection is closed.

@@ -53,7 +53,7 @@ public final class HookRunner: Sendable {
         var chosen: [String: String] = [:]
         for directory in directories.reversed() {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            where !name.hasPrefix(".") {
+            where !Self.isLeftover(name) {
                 chosen[name] = directory + "/" + name
             }
         }
@@ -64,6 +64,13 @@ public final class HookRunner: Sendable {
             }
             return HookFile(name: name, path: path, refusal: Self.refusal(path))
         }
+    }
+
+    /// Names that are never hooks: hidden files, editor backups and the copies dpkg and ucf leave beside a
+    /// changed file (`50-x.dpkg-old`, `.dpkg-dist`, `.dpkg-new`, `.ucf-dist`, ...), as run-parts skips them.
+    static func isLeftover(_ name: String) -> Bool {
+        name.hasPrefix(".") || name.hasSuffix("~") || name.contains(".dpkg-") || name.contains(".ucf-")
+            || name.hasSuffix(".rpmnew") || name.hasSuffix(".rpmsave") || name.hasSuffix(".swp")
     }
 
     static func refusal(_ path: String) -> String? {
@@ -124,7 +131,7 @@ public final class HookRunner: Sendable {
         var values = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
         values += run.environment.map { "\($0.name)=\($0.value)" }
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json: Data? =
             if let link = run.link { try? encoder.encode(LinkDescription(link)) } else if let device = run.device {
                 try? encoder.encode(device)

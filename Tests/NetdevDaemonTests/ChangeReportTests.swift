@@ -1,7 +1,9 @@
+import Foundation
 import KernelTestSupport
 import NetdevDaemon
 import NetdevSession
 import Testing
+import Varlink
 
 @Suite("Monitor changes")
 struct ChangeReportTests {
@@ -73,5 +75,50 @@ struct ChangeReportTests {
         gone.links[index] = nil
         #expect(ChangeReport(from: after, to: gone).removedLinks == [Int(index)])
         #expect(ChangeReport(from: after, to: gone).links == [])
+    }
+}
+
+@Suite("io.netdevd before the first model")
+struct ControlServiceStartTests {
+    @Test("a query that arrives before the loop published a model is answered once it has (socket activation)")
+    func earlyQueryWaits() throws {
+        let path = NSTemporaryDirectory() + "netdevd-early-\(getpid()).sock"
+        defer { unlink(path) }
+        let service = ControlService()
+        let server = VarlinkServer(
+            listening: try VarlinkServer.listen(on: path), interfaces: [service.interface], vendor: "test",
+            product: "test", version: "0", url: "")
+        server.start()
+        defer { server.stop() }
+        let answer = Protected<StateReport?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            let reply = try? VarlinkClient(path: path).call("io.netdevd.GetState")
+            answer.withLock { $0 = try? reply?["state"]?.decode(as: StateReport.self) }
+            answered.signal()
+        }
+        #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "answered before there was a model")
+        var model = Model()
+        model.changeSequence = 7
+        let connection = service.view.connect { _ in }
+        connection.accept(model)
+        #expect(answered.wait(timeout: .now() + 5) == .success)
+        #expect(answer.withLock { $0 }?.sequence == 7)
+        connection.dispose()
+    }
+}
+
+@Suite("Hook directories")
+struct HookDirectoryTests {
+    @Test("backups and dpkg/ucf leftovers beside a hook are never run")
+    func leftoversSkipped() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-hooks-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for name in ["10-log", "10-log~", "10-log.dpkg-old", "10-log.dpkg-dist", "20-x.ucf-dist", ".hidden", "30-y"] {
+            #expect(FileManager.default.createFile(atPath: directory + "/" + name, contents: Data("#!/bin/sh\n".utf8)))
+        }
+        let runner = HookRunner(directories: [directory], log: { _ in })
+        #expect(runner.hooks().map(\.name) == ["10-log", "30-y"])
     }
 }
