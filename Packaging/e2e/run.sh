@@ -1,0 +1,551 @@
+#!/bin/bash
+# End-to-end test of the netdevd Debian package under a real systemd 252 as PID 1.
+#
+# Usage: Packaging/e2e/run.sh DEB
+#
+# Boots the cached bookworm root (Packaging/e2e/rootfs.sh builds it once) with `systemd-nspawn --boot`
+# (--volatile=overlay: the cache stays pristine; --private-network: the container's own network namespace),
+# installs DEB with dpkg inside, and checks, each printing PASS or FAIL with its figures:
+#   a. start: `systemctl start --no-block` is `activating` until READY=1, then `active`; `netdevctl status` works
+#   b. links: a veth pair made in the container's netns shows up in `netdevctl links` and in
+#      `journalctl -u netdevd -o json` (NETDEVD_IFNAME=), and `journalctl -x` shows the catalog's text
+#   c. hooks: hooks in /etc/netdevd/hooks.d (the package's examples, and one that prints its environment) run
+#      for link-added, device-added, link-state and online-state (a veth made routable) with the documented
+#      NETDEVD_* environment, as the transient user; their output is in the journal
+#   d. reload: `systemctl reload` ends `active` again and the journal shows the reload; `netdevctl reload`
+#      works for root and is refused for others
+#   e. watchdog: a SIGSTOPped netdevd is killed by the watchdog (Result=watchdog) and restarted (new MainPID)
+#   f. socket activation: with only netdevd.socket listening, `netdevctl status` starts netdevd
+#   u. udev source: with udevd running, netdevd monitors udev's events and receives them under its sandbox
+#   g. stop and purge: stopping is clean (Result=success, no SIGKILL); `apt-get purge` leaves nothing behind
+#      (a listing of / before installing and after purging is compared; no user, unit, /etc/netdevd, /run/netdevd)
+# Exits 0 only if every check passed. The container, its cgroups and its mounts are gone afterwards, passed or
+# not (the script checks, and fails if something is left; a later run removes what a SIGKILLed run left).
+# Needs root; about 10 s, plus about 40 s for rootfs.sh the first time.
+#
+# Environment: NETDEVD_E2E_ROOT (the root tree, default /var/cache/netdevd-e2e/bookworm), NETDEVD_E2E_KEEP=1
+# (keep the work directory with the container's console log and the journal), NETDEVD_E2E_NSPAWN_ARGS (extra
+# systemd-nspawn arguments, for debugging only).
+set -uo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+[ $# -eq 1 ] && [ -f "$1" ] || { echo "usage: $0 DEB" >&2; exit 2; }
+DEB=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (systemd-nspawn, cgroups, nsenter)" >&2; exit 1; }
+
+ROOT=$("$HERE/rootfs.sh") || { echo "run.sh: no root tree" >&2; exit 1; }
+ID=netdevd-e2e-$$
+PKGFILE=/mnt/netdevd-e2e/$(basename "$DEB")
+
+# ---- output helpers ----------------------------------------------------------------------------------------
+now() { date +%s.%N; }
+T0=$(now)
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+say() { echo "[$(since "$T0")s] $*"; }
+RESULTS=()
+FAILED=0
+pass() { RESULTS+=("PASS $*"); echo "PASS $*"; }
+fail() { RESULTS+=("FAIL $*"); echo "FAIL $*"; FAILED=1; }
+indent() { sed 's/^/    /'; }
+
+# ---- cgroups: hybrid hierarchy (unified + name=systemd, as on this host) or pure cgroup2 --------------------
+if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    CGDIRS=("/sys/fs/cgroup/$ID")
+else
+    CGDIRS=("/sys/fs/cgroup/unified/$ID" "/sys/fs/cgroup/systemd/$ID")
+fi
+
+NSPAWN=
+L=
+WORK=
+# The script's own output, saved: a signal's trap can run while a shell function's redirection (C ... > file)
+# is in force, and its messages must not end up in that file.
+exec 3>&1 4>&2
+cleanup() {
+    local rc=$? left=0
+    trap - EXIT INT TERM
+    exec 1>&3 2>&4
+    # Background helpers of this script (nsenter'd monitors) first.
+    local j
+    for j in $(jobs -p); do [ "$j" != "$NSPAWN" ] && kill "$j" 2>/dev/null; done
+    if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
+        # SIGTERM to nspawn makes it send SIGRTMIN+3 to the container's systemd: an orderly poweroff.
+        kill -TERM "$NSPAWN"
+        for _ in $(seq 1 150); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 0.1; done
+        kill -0 "$NSPAWN" 2>/dev/null && { echo "cleanup: nspawn still running after 15 s, SIGKILL"; kill -KILL "$NSPAWN"; }
+        wait "$NSPAWN" 2>/dev/null
+    fi
+    # Anything still in the container's cgroups (after a SIGKILLed nspawn) is killed; then the cgroups go.
+    local d p
+    for d in "${CGDIRS[@]}"; do
+        [ -d "$d" ] || continue
+        for _ in $(seq 1 50); do
+            p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
+            [ -z "$p" ] && break
+            kill -KILL $p 2>/dev/null; sleep 0.1
+        done
+        find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+    done
+    # Leftovers fail the run: cgroups, mounts of the tree or the work directory, the container's init. (Its
+    # network namespace and mount namespaces die with its last process.)
+    for d in /sys/fs/cgroup/*/"$ID" "/sys/fs/cgroup/$ID"; do
+        [ -d "$d" ] && { echo "cleanup: LEFTOVER cgroup $d"; left=1; }
+    done
+    if findmnt -rn -o TARGET,SOURCE | grep -F -e "$ROOT" -e "${WORK:-$ROOT}" -e "$ID" | grep -q .; then
+        echo "cleanup: LEFTOVER mounts:"; findmnt -rn -o TARGET,SOURCE | grep -F -e "$ROOT" -e "${WORK:-$ROOT}" -e "$ID"; left=1
+    fi
+    if [ -n "$L" ] && kill -0 "$L" 2>/dev/null; then echo "cleanup: LEFTOVER container init $L"; left=1; fi
+    [ $left = 0 ] && echo "cleanup: container stopped; no cgroup ($ID), mount or process left behind"
+    if [ "${NETDEVD_E2E_KEEP:-0}" = 1 ]; then touch "$WORK/.kept"; echo "cleanup: kept $WORK"; elif [ -n "$WORK" ]; then rm -rf "$WORK"; fi
+    [ $left = 0 ] || rc=1
+    exit $rc
+}
+trap cleanup EXIT
+trap 'echo "interrupted" >&3; exit 130' INT TERM
+
+# What earlier runs that were SIGKILLed left (their run.sh is gone, so no trap cleaned up): the container, still
+# running in its cgroups, and the work directory.
+for d in /tmp/netdevd-e2e-*.*; do
+    owner=${d#/tmp/netdevd-e2e-}; owner=${owner%%.*}
+    [ -d "$d" ] && [ ! -e "$d/.kept" ] && ! kill -0 "$owner" 2>/dev/null && rm -rf "$d"
+done
+for d in /sys/fs/cgroup/netdevd-e2e-* /sys/fs/cgroup/unified/netdevd-e2e-* /sys/fs/cgroup/systemd/netdevd-e2e-*; do
+    [ -d "$d" ] || continue
+    owner=${d##*-}
+    kill -0 "$owner" 2>/dev/null && continue
+    echo "removing the cgroup of an earlier, killed run: $d"
+    for _ in $(seq 1 50); do
+        p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
+        [ -z "$p" ] && break
+        kill -KILL $p 2>/dev/null; sleep 0.1
+    done
+    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+done
+
+WORK=$(mktemp -d "/tmp/$ID.XXXXXX")
+mkdir -p "$WORK/pkg"
+cp "$DEB" "$WORK/pkg/" || exit 1
+
+# ---- boot ------------------------------------------------------------------------------------------------------
+for d in "${CGDIRS[@]}"; do mkdir "$d" || exit 1; done
+say "booting $ROOT as $ID"
+# A private mount namespace with a tmpfs on /run/systemd: nspawn keeps its state under /run/systemd/nspawn,
+# and the host's /run must not keep any of it. nspawn runs in our own cgroups (--keep-unit --register=no: no
+# host systemd or machined to ask), which the container's systemd subdivides and cleanup removes.
+# shellcheck disable=SC2016,SC2086
+unshare --mount --propagation private bash -c '
+    for d in "$@"; do [ "$d" = -- ] && break; echo $$ > "$d/cgroup.procs"; done
+    while [ "$1" != -- ]; do shift; done; shift
+    mount -n -t tmpfs -o mode=0755 tmpfs /run/systemd
+    mkdir -p /run/systemd/nspawn /run/systemd/inaccessible/dir
+    touch /run/systemd/inaccessible/reg
+    chmod 000 /run/systemd/inaccessible/reg /run/systemd/inaccessible/dir
+    exec systemd-nspawn "$@"' netdevd-e2e "${CGDIRS[@]}" -- \
+    --quiet --boot --directory="$ROOT" --machine="$ID" --register=no --keep-unit \
+    --private-network --volatile=overlay --console=read-only \
+    --bind-ro="$WORK/pkg:/mnt/netdevd-e2e" ${NETDEVD_E2E_NSPAWN_ARGS:-} \
+    > "$WORK/console.log" 2>&1 &
+NSPAWN=$!
+for _ in $(seq 1 300); do L=$(pgrep -P "$NSPAWN" -x systemd) && break; sleep 0.05; done
+[ -n "$L" ] || { echo "FAIL boot: the container's systemd did not appear"; indent < "$WORK/console.log"; exit 1; }
+C() { nsenter -t "$L" -a "$@"; }    # a command inside the container (all its namespaces)
+for _ in $(seq 1 200); do C test -S /run/systemd/private 2>/dev/null && break; sleep 0.05; done
+state=$(C timeout 60 systemctl is-system-running --wait 2>/dev/null)
+say "container up: PID 1 is host pid $L, system state '$state' ($(C systemd-analyze time 2>/dev/null | head -1 | sed 's/^Startup finished in //'))"
+if [ "$state" != running ] && [ "$state" != degraded ]; then
+    fail "boot: system state '$state'"; exit 1
+fi
+[ "$state" = degraded ] && C systemctl --failed --no-legend | indent
+
+# ---- helpers inside the container -----------------------------------------------------------------------------
+prop() { C systemctl show -p "$2" --value "$1"; }
+# A point in time for `journalctl --since=@MARK` (µs; the container's clock is the host's). Not cursors: on 252,
+# `--after-cursor` with matches skips the first matching entry when the cursor's own entry does not match.
+mark() { date +%s.%6N; }
+# wait_until SECONDS COMMAND...: polls every 0.1 s; returns 1 on timeout
+wait_until() {
+    local limit=$1 t; shift; t=$(now)
+    until "$@"; do
+        [ "$(awk -v a="$t" -v b="$(now)" -v l="$limit" 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+        sleep 0.1
+    done
+}
+
+# ---- a listing of / (for the purge comparison) ---------------------------------------------------------------
+# Type, mode, owner and path of everything, and a checksum of every regular file under /etc and of systemd's
+# catalog database, except the places that change by themselves or that the brief excludes: /proc, /sys, /dev,
+# the journal, apt's and dpkg's own state and logs, /tmp; and the runtime state systemd keeps per unit it ever
+# ran (/run/systemd/{units,propagate,transient,...}), its registry of transient users (dynamic-uid), or per
+# boot (/run/agetty.reload, written by getty whenever a network interface appears), and udevd's database
+# (/run/udev: the test runs udevd for a while).
+snapshot() {
+    C sh -c '
+        find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/tmp \
+                  -o -path /run/systemd/journal -o -path /var/log/journal \
+                  -o -path /var/cache/apt -o -path /var/lib/apt -o -path /var/lib/dpkg -o -path /var/cache/debconf \
+                  -o -path /var/log/apt -o -path /var/log/dpkg.log -o -path /var/log/alternatives.log \
+                  -o -path /run/systemd/units -o -path /run/systemd/propagate -o -path /run/systemd/transient \
+                  -o -path /run/systemd/seats -o -path /run/systemd/sessions -o -path /run/systemd/users \
+                  -o -path /run/systemd/inaccessible -o -path /run/systemd/incoming -o -path /run/mount \
+                  -o -path /run/systemd/dynamic-uid -o -path /run/agetty.reload -o -path /run/udev \
+                  -o -path /mnt/netdevd-e2e \) -prune -o -printf "%y %m %u:%g %p\n" | sort
+        find /etc /var/lib/systemd/catalog -xdev -type f -print0 | sort -z | xargs -0 md5sum
+    '
+}
+
+# ================================================================================================================
+say "snapshot of / before installing"
+snapshot > "$WORK/before.txt"
+say "$(wc -l < "$WORK/before.txt") entries"
+
+t=$(now)
+if C dpkg -i "$PKGFILE" > "$WORK/dpkg-install.log" 2>&1; then
+    pass "install: dpkg -i $(basename "$DEB") in $(since "$t") s (enabled: service $(C systemctl is-enabled netdevd.service 2>&1), socket $(C systemctl is-enabled netdevd.socket 2>&1); active: service $(C systemctl is-active netdevd.service), socket $(C systemctl is-active netdevd.socket))"
+else
+    indent < "$WORK/dpkg-install.log"
+    fail "install: dpkg -i failed"
+    exit 1
+fi
+
+# ---- a. start: activating until READY=1, then active ------------------------------------------------------------
+C systemctl stop netdevd.service 2>/dev/null    # (the package started it; "can still be activated by" warning)
+t=$(now)
+# One shell in the container polls as fast as systemctl answers, so the short 'activating' phase is seen.
+C sh -c 'systemctl start --no-block netdevd.service; i=0
+         while [ $i -lt 2000 ]; do s=$(systemctl is-active netdevd.service)
+             echo "$(date +%s.%N) $s"; [ "$s" = active ] || [ "$s" = failed ] && break; i=$((i + 1)); done' \
+    > "$WORK/a-states.txt" 2>&1
+first=$(head -1 "$WORK/a-states.txt" | cut -d' ' -f1)
+summary=$(awk -v f="$first" '{ if ($2 != prev) { printf "%s+%.3fs ", $2, $1 - f; prev = $2 } }' "$WORK/a-states.txt")
+final=$(tail -1 "$WORK/a-states.txt" | cut -d' ' -f2)
+seen_activating=$(grep -c ' activating$' "$WORK/a-states.txt")
+exec_us=$(prop netdevd.service ExecMainStartTimestampMonotonic)
+active_us=$(prop netdevd.service ActiveEnterTimestampMonotonic)
+ready_ms=$(awk -v a="$exec_us" -v b="$active_us" 'BEGIN { printf "%.1f", (b - a) / 1000 }')
+type=$(prop netdevd.service Type)
+status=$(prop netdevd.service StatusText)
+if [ "$final" = active ] && [ "$type" = notify ] && [ "$seen_activating" -gt 0 ] && [ -n "$status" ]; then
+    pass "a. start: $summary(activating seen $seen_activating times); exec -> READY=1 $ready_ms ms; Type=$type; STATUS='$status'"
+else
+    fail "a. start: final '$final', Type=$type, activating seen $seen_activating times, STATUS='$status'; $summary"
+    C journalctl -u netdevd.service --no-pager -n 20 | indent
+fi
+t=$(now)
+if C netdevctl status > "$WORK/a-status.txt" 2>&1; then
+    pass "a. netdevctl status: exit 0 in $(since "$t") s: $(head -1 "$WORK/a-status.txt")"
+else
+    rc=$?; indent < "$WORK/a-status.txt"; fail "a. netdevctl status: exit $rc"
+fi
+
+# ---- b. a veth pair: netdevctl links, journal fields, catalog ----------------------------------------------------
+t=$(now)
+nsenter -t "$L" -n ip link add e2e0 type veth peer name e2e1    # the host's ip, in the container's netns
+links_seen() { C netdevctl links > "$WORK/b-links.txt" 2>&1 && grep -qw e2e0 "$WORK/b-links.txt" && grep -qw e2e1 "$WORK/b-links.txt"; }
+if wait_until 10 links_seen; then
+    pass "b. netdevctl links: e2e0 and e2e1 listed $(since "$t") s after 'ip link add': $(grep -w e2e0 "$WORK/b-links.txt" | tr -s ' ')"
+else
+    indent < "$WORK/b-links.txt"; fail "b. netdevctl links: e2e0/e2e1 not listed after 10 s"
+fi
+journal_has_e2e0() { C journalctl -u netdevd.service -o json --no-pager NETDEVD_IFNAME=e2e0 > "$WORK/b-journal.json" 2>&1 && [ -s "$WORK/b-journal.json" ]; }
+if wait_until 5 journal_has_e2e0; then
+    n=$(wc -l < "$WORK/b-journal.json")
+    msgs=$(grep -o '"MESSAGE":"[^"]*"' "$WORK/b-journal.json" | cut -d'"' -f4 | paste -sd';' | cut -c1-160)
+    pass "b. journal: $n entries of netdevd.service with NETDEVD_IFNAME=e2e0 ($msgs)"
+else
+    fail "b. journal: no entry with NETDEVD_IFNAME=e2e0"
+fi
+# The catalog: for each MESSAGE_ID of those entries, the first line of its explanation in the installed catalog
+# must appear in `journalctl -x`.
+C cat /usr/lib/systemd/catalog/netdevd.catalog > "$WORK/catalog.txt" 2>/dev/null
+cat_ok=
+for id in $(grep -o '"MESSAGE_ID":"[0-9a-f]*"' "$WORK/b-journal.json" | cut -d'"' -f4 | sort -u); do
+    text=$(awk -v id="$id" '$0 == "-- " id { on = 1; body = 0; next } /^-- [0-9a-f]+/ { on = 0 }
+                            on && body && NF && $0 !~ /@/ { print; exit } on && !NF { body = 1 }' "$WORK/catalog.txt")
+    [ -n "$text" ] || continue
+    if C journalctl -x -u netdevd.service --no-pager MESSAGE_ID="$id" NETDEVD_IFNAME=e2e0 | grep -qF -- "$text"; then
+        cat_ok="$id: \"$text\""; break
+    fi
+done
+if [ -n "$cat_ok" ]; then
+    pass "b. catalog: journalctl -x shows the catalog text for $cat_ok"
+else
+    fail "b. catalog: no catalog explanation of e2e0's entries in journalctl -x ($(wc -l < "$WORK/catalog.txt") catalog lines installed)"
+    C journalctl -x -u netdevd.service --no-pager NETDEVD_IFNAME=e2e0 -n 8 | indent
+fi
+
+# ---- c. hooks ---------------------------------------------------------------------------------------------------
+# The package's example hooks, installed as documented (executables only: the examples directory may hold a
+# README), plus one that prints its arguments and environment. Hook output lands in the journal under the
+# hook's name; the sandbox leaves a hook no file it could write for the test to read.
+examples=
+made_hooks_d=
+C test -d /etc/netdevd/hooks.d || { made_hooks_d=yes; C mkdir -p /etc/netdevd/hooks.d; }
+for f in $(C sh -c 'ls /usr/share/doc/netdevd/examples/hooks/ 2>/dev/null'); do
+    name=${f%.gz}
+    src=/usr/share/doc/netdevd/examples/hooks/$f
+    C sh -c "{ if [ '$f' != '$name' ]; then zcat '$src'; else cat '$src'; fi; } > /tmp/e2e-hook" || continue
+    if [ "$(C head -c 2 /tmp/e2e-hook)" = '#!' ]; then
+        C install -o root -g root -m 0755 /tmp/e2e-hook "/etc/netdevd/hooks.d/$name" && examples="$examples $name"
+    fi
+    C rm -f /tmp/e2e-hook
+done
+C sh -c 'cat > /etc/netdevd/hooks.d/99-e2e-env && chmod 0755 /etc/netdevd/hooks.d/99-e2e-env' <<'HOOK'
+#!/bin/sh
+echo "e2e-hook argv=$1 $2 uid=$(id -u)"
+env | grep -E '^(NETDEVD_[A-Z_]*|PATH)=' | grep -v '^NETDEVD_JSON=' | sort
+echo "NETDEVD_JSON bytes=$(printf %s "$NETDEVD_JSON" | wc -c)"
+HOOK
+hooks=$(C ls /etc/netdevd/hooks.d | paste -sd' ')
+nhooks=$(echo "$hooks" | wc -w)
+say "hooks installed: $hooks (examples shipped:${examples:- none})"
+c0=$(mark)
+hook_out() { C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=99-e2e-env > "$WORK/c-hook.txt" 2>&1; }
+# One run's output is one journal entry; block "EVENT SUBJECT" prints that run's lines.
+block() { awk -v key="e2e-hook argv=$1 " 'index($0, "e2e-hook argv=") == 1 { on = (index($0, key) == 1) } on' "$WORK/c-hook.txt"; }
+has_runs() { hook_out; local r; for r in "$@"; do grep -q "^e2e-hook argv=$r " "$WORK/c-hook.txt" || return 1; done; }
+check_env() {    # check_env "EVENT SUBJECT" VAR=PREFIX...: prints what is missing
+    local run=$1 v; shift
+    block "$run" > "$WORK/c-run.txt"
+    for v in "$@"; do grep -q "^$v" "$WORK/c-run.txt" || printf ' %s:%s' "${run%% *}" "$v"; done
+}
+# Step 1: a new link (ethe2e0, down): link-added and device-added. Step 2: both ends up: link-state, with the
+# previous state. Step 3: an address and a default route: routable, and the host online (online-state). One
+# step at a time, because a queued run is replaced by a newer state of its subject. The name starts with "eth"
+# for the shipped example 50-on-routable, which acts on eth*/en* links only.
+dev=/sys/devices/virtual/net/ethe2e0
+t=$(now)
+nsenter -t "$L" -n ip link add ethe2e0 type veth peer name ethe2e1
+ifindex=$(nsenter -t "$L" -n cat /sys/class/net/ethe2e0/ifindex 2>/dev/null)
+wait_until 10 has_runs "link-added ethe2e0" "device-added $dev"; took1=$(since "$t")
+t=$(now)
+nsenter -t "$L" -n ip link set ethe2e1 up
+nsenter -t "$L" -n ip link set ethe2e0 up
+wait_until 10 has_runs "link-state ethe2e0"; took2=$(since "$t")
+t=$(now)
+nsenter -t "$L" -n ip address add 192.0.2.10/24 dev ethe2e0
+nsenter -t "$L" -n ip route add default via 192.0.2.1 dev ethe2e0
+routable() { has_runs "online-state host" && block "link-state ethe2e0" | grep -q '^NETDEVD_OPER_STATE=routable'; }
+wait_until 10 routable; took3=$(since "$t")
+missing=$(check_env "link-added ethe2e0" NETDEVD_EVENT=link-added NETDEVD_IFNAME=ethe2e0 "NETDEVD_IFINDEX=$ifindex" \
+              NETDEVD_OPER_STATE= NETDEVD_ADDRESSES= NETDEVD_ONLINE_STATE= PATH= "NETDEVD_JSON bytes=[1-9]")
+missing+=$(check_env "link-state ethe2e0" NETDEVD_EVENT=link-state NETDEVD_IFNAME=ethe2e0 NETDEVD_OPER_STATE= \
+               NETDEVD_PREV_OPER_STATE= NETDEVD_ONLINE_STATE= NETDEVD_OPER_STATE=routable \
+               "NETDEVD_ADDRESSES=.*192.0.2.10/24")
+missing+=$(check_env "device-added $dev" NETDEVD_EVENT=device-added "NETDEVD_DEVPATH=$dev" NETDEVD_SUBSYSTEM=net \
+               NETDEVD_ONLINE_STATE= "NETDEVD_JSON bytes=[1-9]")
+missing+=$(check_env "online-state host" NETDEVD_EVENT=online-state NETDEVD_ONLINE_STATE=online \
+               NETDEVD_PREV_ONLINE_STATE=offline)
+if [ -z "$missing" ]; then
+    uid=$(block "link-added ethe2e0" | sed -n 's/^e2e-hook argv=.* uid=//p' | head -1)
+    pass "c. hook 99-e2e-env: link-added + device-added $took1 s after 'ip link add', link-state $took2 s after 'ip link set up', routable + online-state $took3 s after 'ip route add default'; uid $uid; link-added: $(block "link-added ethe2e0" | grep '^NETDEVD_' | paste -sd' '); link-state: $(block "link-state ethe2e0" | grep -E '^NETDEVD_(PREV_)?OPER_STATE' | paste -sd' '); device-added: $(block "device-added $dev" | grep -E '^NETDEVD_(DEVPATH|SUBSYSTEM)' | paste -sd' '); online-state: $(block "online-state host" | grep -E '^NETDEVD_' | paste -sd' ')"
+else
+    indent < "$WORK/c-hook.txt"; fail "c. hook 99-e2e-env: missing$missing"
+fi
+# netdevd's account of the runs: link-added ethe2e0 ran every installed hook, no run failed, nothing refused.
+C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=netdevd > "$WORK/c-daemon.txt"
+ran=$(grep -m1 "^Hooks for link-added ethe2e0 ran: $nhooks hook(s)" "$WORK/c-daemon.txt")
+failed=$(grep -E '^Hooks for .* failed|refus' "$WORK/c-daemon.txt" | head -5)
+example_out=
+for h in $examples; do
+    lines=$(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER="$h" | grep -c .)
+    example_out="$example_out example $h: $lines line(s) in the journal"
+    case $h in 50-on-routable)    # its documented output for a routable eth* link and the host online
+        C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER="$h" > "$WORK/c-$h.txt"
+        if grep -q '^ethe2e0 is routable' "$WORK/c-$h.txt" && grep -q '^host is online' "$WORK/c-$h.txt"; then
+            example_out="$example_out ($(paste -sd'|' "$WORK/c-$h.txt"))"
+        else
+            failed="$failed${failed:+; }example $h did not report ethe2e0 routable and the host online"
+        fi ;;
+    esac
+    example_out="$example_out;"
+done
+if [ -n "$ran" ] && [ -z "$failed" ]; then
+    pass "c. hook runs: '$ran' ($hooks); no failed or refused run;${example_out:- no example hooks shipped}"
+else
+    echo "$failed" | indent
+    fail "c. hook runs: link-added ethe2e0 with all $nhooks hooks: '${ran:-no such entry}'; failures: ${failed:-none}"
+fi
+
+# ---- d. reload -----------------------------------------------------------------------------------------------------
+c0=$(mark)
+pid_before=$(prop netdevd.service MainPID)
+t=$(now)
+C systemctl reload netdevd.service; rc=$?
+took=$(since "$t")
+# On 252 `systemctl reload` may return before READY=1 is back: poll ActiveState until it is active again.
+C sh -c 'i=0; while [ $i -lt 1000 ]; do s=$(systemctl show -p ActiveState --value netdevd.service)
+             echo "$(date +%s.%N) $s"; [ "$s" = active ] && break; i=$((i + 1)); done' > "$WORK/d-states.txt" 2>&1
+summary=$(awk -v f="$t" '{ if ($2 != prev) { printf "%s+%.3fs ", $2, $1 - f; prev = $2 } }' "$WORK/d-states.txt")
+final=$(prop netdevd.service ActiveState)
+reloaded() {
+    C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" > "$WORK/d-journal.txt" 2>&1
+    C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" MESSAGE_ID=4d0b1a6f8e2c4b7e9a31c5d2e7f80a04 > "$WORK/d-own.txt" 2>&1
+    grep -q '^Reloaded ' "$WORK/d-journal.txt" && [ -s "$WORK/d-own.txt" ]
+}
+if [ $rc = 0 ] && wait_until 5 reloaded && [ "$final" = active ] && [ "$(prop netdevd.service MainPID)" = "$pid_before" ]; then
+    pass "d. reload: systemctl reload returned after $took s; then $summary; same MainPID $pid_before; journal: $(grep -i 'reload' "$WORK/d-journal.txt" | paste -sd'|')"
+else
+    indent < "$WORK/d-journal.txt"
+    fail "d. reload: systemctl reload exit $rc after $took s, then $summary; final '$final'; netdevd's 'reloaded' entry (MESSAGE_ID ...a04): '$(head -1 "$WORK/d-own.txt")'"
+fi
+
+# `netdevctl reload`: allowed for root, refused for anyone else (the peer's uid through SO_PEERCRED, which
+# PrivateUsers= must not blur).
+c0=$(mark)
+C netdevctl reload > "$WORK/d-ctl.txt" 2>&1; rc=$?
+own_reloaded() { C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" MESSAGE_ID=4d0b1a6f8e2c4b7e9a31c5d2e7f80a04 | grep -q .; }
+C setpriv --reuid=65534 --regid=65534 --clear-groups netdevctl reload > "$WORK/d-nobody.txt" 2>&1; rc_nobody=$?
+if [ $rc = 0 ] && wait_until 5 own_reloaded && [ $rc_nobody != 0 ] && grep -q 'uid 0' "$WORK/d-nobody.txt"; then
+    pass "d. netdevctl reload: as root exit 0 and netdevd reloaded; as uid 65534 exit $rc_nobody: $(head -1 "$WORK/d-nobody.txt")"
+else
+    indent < "$WORK/d-ctl.txt"; indent < "$WORK/d-nobody.txt"
+    fail "d. netdevctl reload: as root exit $rc (reloaded entry: $(own_reloaded && echo yes || echo no)); as uid 65534 exit $rc_nobody"
+fi
+
+# ---- e. watchdog ----------------------------------------------------------------------------------------------------
+C mkdir -p /etc/systemd/system/netdevd.service.d
+C sh -c 'cat > /etc/systemd/system/netdevd.service.d/e2e-watchdog.conf' <<'EOF'
+[Service]
+WatchdogSec=2s
+RestartSec=1s
+EOF
+C systemctl daemon-reload
+C systemctl restart netdevd.service
+c0=$(mark)
+wd=$(prop netdevd.service WatchdogUSec)
+pid=$(prop netdevd.service MainPID)
+restarts=$(prop netdevd.service NRestarts)
+t=$(now)
+C sh -c "kill -STOP $pid"
+# `systemctl show -p` prints in its own order, not the order asked: sorted "Key=value" pairs instead.
+C sh -c 'i=0; while [ $i -lt 3000 ]; do
+             l=$(systemctl show -p ActiveState -p Result -p MainPID netdevd.service | sort | paste -sd" ")
+             echo "$(date +%s.%N) $l"; i=$((i + 1))
+             case "$l" in "ActiveState=active MainPID='"$pid"' "* | *" MainPID=0 "*) ;; "ActiveState=active "*) break ;; esac
+         done' > "$WORK/e-states.txt" 2>&1
+summary=$(awk 'NR == 1 { f = $1 } { l = $2 "/" $3 "/" $4; gsub(/[A-Za-z]+=/, "", l); if (l != prev) { printf "%s+%.2fs ", l, $1 - f; prev = l } }' "$WORK/e-states.txt")
+saw_result=$(grep -c 'Result=watchdog' "$WORK/e-states.txt")
+C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" > "$WORK/e-journal.txt"
+timeout_line=$(grep -m1 -i 'watchdog timeout' "$WORK/e-journal.txt")
+result_line=$(grep -m1 "Failed with result 'watchdog'" "$WORK/e-journal.txt")
+newpid=$(prop netdevd.service MainPID)
+if [ "$(prop netdevd.service ActiveState)" = active ] && [ "$newpid" != "$pid" ] && [ "$newpid" != 0 ] \
+    && [ -n "$timeout_line" ] && { [ "$saw_result" -gt 0 ] || [ -n "$result_line" ]; }; then
+    pass "e. watchdog (WatchdogSec=$wd): SIGSTOP pid $pid -> (ActiveState/MainPID/Result) $summary; '$timeout_line'; '$result_line'; Result=watchdog seen by polling: $([ "$saw_result" -gt 0 ] && echo yes || echo no); NRestarts $restarts -> $(prop netdevd.service NRestarts); new MainPID $newpid; $(since "$t") s"
+else
+    indent < "$WORK/e-journal.txt"
+    fail "e. watchdog: $summary; timeout line '${timeout_line}'; MainPID $pid -> $newpid"
+fi
+C rm -rf /etc/systemd/system/netdevd.service.d
+C systemctl daemon-reload
+C systemctl restart netdevd.service
+
+# ---- f. socket activation --------------------------------------------------------------------------------------------
+c0=$(mark)
+C systemctl stop netdevd.service 2> "$WORK/f-stop.txt"    # warns "can still be activated by netdevd.socket"
+sock_state=$(C systemctl is-active netdevd.socket)
+svc_state=$(C systemctl is-active netdevd.service)
+sock_file=$(C sh -c 'test -S /run/netdevd/io.netdevd && stat -c "%A %U" /run/netdevd/io.netdevd || echo missing')
+t=$(now)
+C netdevctl status > "$WORK/f-status.txt" 2>&1; rc=$?
+took=$(since "$t")
+# netdevd answers on the socket as soon as it serves it, possibly before READY=1 (the status then says
+# "enumerating"): wait for the service to become active.
+svc_active() { [ "$(C systemctl is-active netdevd.service)" = active ]; }
+wait_until 10 svc_active
+after="$(C systemctl is-active netdevd.service) after $(since "$t") s"
+passed=$(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" | grep -m1 'socket systemd passed')
+if [ "$sock_state" = active ] && [ "$svc_state" = inactive ] && [ $rc = 0 ] && [ "${after%% *}" = active ]; then
+    pass "f. socket activation: service $svc_state, socket $sock_state ($sock_file); netdevctl status exit 0 in $took s ('$(head -1 "$WORK/f-status.txt")'); service $after; '$passed'"
+else
+    indent < "$WORK/f-status.txt"; indent < "$WORK/f-stop.txt"
+    fail "f. socket activation: after stop: service $svc_state, socket $sock_state, /run/netdevd/io.netdevd $sock_file; netdevctl status exit $rc; service then $after"
+fi
+
+# ---- udev source: the udev monitor under the sandbox (PrivateUsers=yes, DynamicUser=yes) ---------------------------
+# The container runs no udevd (its /sys is read-only), so netdevd uses the kernel source above. Here udevd runs as
+# a transient unit and netdevd is restarted: it must pick the udev source, and libudev must accept udevd's
+# messages (it drops those whose sender is not uid 0), or no device event would arrive at all.
+C systemd-run --quiet --unit=e2e-udevd -p Type=notify /lib/systemd/systemd-udevd
+C systemctl restart netdevd.service
+c0=$(mark)
+t=$(now)
+nsenter -t "$L" -n ip link add e2eu0 type veth peer name e2eu1
+udev_device() {
+    C journalctl -u netdevd.service --no-pager -o json --since=@"$c0" NETDEVD_DEVPATH=/sys/devices/virtual/net/e2eu0 > "$WORK/u-journal.json" 2>&1
+    [ -s "$WORK/u-journal.json" ]
+}
+source_line=$(C journalctl -u netdevd.service --no-pager -o cat SYSLOG_IDENTIFIER=netdevd | grep 'Monitoring udev source' | tail -1)
+if wait_until 10 udev_device && echo "$source_line" | grep -q "source 'udev'"; then
+    pass "u. udev source: '$source_line'; device-added of e2eu0 arrived through udevd $(since "$t") s after 'ip link add' ($(grep -o '"MESSAGE":"[^"]*"' "$WORK/u-journal.json" | head -1 | cut -d'"' -f4))"
+else
+    fail "u. udev source: '$source_line'; no device entry for e2eu0 in 10 s"
+fi
+nsenter -t "$L" -n ip link del e2eu0
+C systemctl stop e2e-udevd.service
+C systemctl restart netdevd.service
+
+# ---- g. clean stop, purge leaves nothing ------------------------------------------------------------------------------
+c0=$(mark)
+invocation=$(prop netdevd.service InvocationID)
+t=$(now)
+C systemctl stop netdevd.socket netdevd.service
+took=$(since "$t")
+result=$(prop netdevd.service Result); code=$(prop netdevd.service ExecMainCode); st=$(prop netdevd.service ExecMainStatus)
+rundir=$(C sh -c 'if [ -e /run/netdevd ]; then ls -A /run/netdevd | paste -sd" "; echo present; else echo gone; fi' | tail -1)
+C journalctl --no-pager -o cat --since=@"$c0" _SYSTEMD_INVOCATION_ID="$invocation" + UNIT=netdevd.service + _SYSTEMD_UNIT=netdevd.service > "$WORK/g-journal.txt" 2>&1
+killed=$(grep -i -E 'SIGKILL|timed out|Killing process' "$WORK/g-journal.txt" | head -3)
+# ExecMainCode 1 = CLD_EXITED
+if [ "$result" = success ] && [ "$code" = 1 ] && [ "$st" = 0 ] && [ -z "$killed" ] && [ "$rundir" = gone ]; then
+    pass "g. stop: $took s, Result=$result, main process exited with status $st, no SIGKILL, /run/netdevd gone with the socket; journal: $(grep -E 'Stopp|stopp' "$WORK/g-journal.txt" | paste -sd'|' | cut -c1-200)"
+else
+    indent < "$WORK/g-journal.txt"
+    fail "g. stop: Result=$result ExecMainCode=$code ExecMainStatus=$st; /run/netdevd $rundir; ${killed:-}"
+fi
+# netdevd's last entry, 'stopped' (MESSAGE_ID ...a03), is written on its journal queue while the process exits:
+# reported, not failed, when it did not make it.
+if ! grep -q '^netdevd stopped' "$WORK/g-journal.txt"; then
+    echo "WARN g. stop: netdevd's 'netdevd stopped' entry is missing from the journal (the process exited before its journal queue wrote it)"
+fi
+# The test's own files go first (an administrator's files are not the package's to remove), then the purge.
+for f in 99-e2e-env $examples; do C rm -f "/etc/netdevd/hooks.d/$f"; done
+[ -n "$made_hooks_d" ] && C rmdir /etc/netdevd/hooks.d /etc/netdevd 2>/dev/null
+nsenter -t "$L" -n ip link del e2e0; nsenter -t "$L" -n ip link del ethe2e0
+t=$(now)
+if C env DEBIAN_FRONTEND=noninteractive apt-get purge -y netdevd > "$WORK/g-purge.log" 2>&1; then
+    say "apt-get purge -y netdevd: $(since "$t") s"
+else
+    indent < "$WORK/g-purge.log"; fail "g. purge: apt-get purge failed"
+fi
+snapshot > "$WORK/after.txt"
+diff -u "$WORK/before.txt" "$WORK/after.txt" | grep -E '^[-+][^-+]' > "$WORK/g-diff.txt"
+leftovers=()
+[ -s "$WORK/g-diff.txt" ] && leftovers+=("listing of / differs in $(wc -l < "$WORK/g-diff.txt") lines")
+C getent passwd netdevd > /dev/null && leftovers+=("user netdevd")
+C getent group netdevd > /dev/null && leftovers+=("group netdevd")
+units=$(C systemctl list-unit-files --no-legend 'netdevd*' | paste -sd' ')
+[ -n "$units" ] && leftovers+=("unit files: $units")
+loaded=$(C systemctl list-units --all --no-legend 'netdevd*' | paste -sd' ')
+[ -n "$loaded" ] && leftovers+=("units loaded: $loaded")
+C test -e /etc/netdevd && leftovers+=("/etc/netdevd")
+C test -e /run/netdevd && leftovers+=("/run/netdevd: $(C ls -la /run/netdevd | tail -n +2 | paste -sd' ')")
+C sh -c 'ls /var/lib/systemd/deb-systemd-helper-enabled /var/lib/systemd/deb-systemd-helper-masked 2>/dev/null' | grep -q netdevd \
+    && leftovers+=("deb-systemd-helper state")
+if [ ${#leftovers[@]} = 0 ]; then
+    pass "g. purge: nothing left ($(wc -l < "$WORK/after.txt") entries of / identical before install and after purge; no netdevd user/group, unit, /etc/netdevd, /run/netdevd)"
+else
+    indent < "$WORK/g-diff.txt"
+    fail "g. purge: left behind: $(printf '%s; ' "${leftovers[@]}")"
+fi
+
+# ---- what netdevd itself complained about over the whole run (information, e.g. what the sandbox refused) --------
+C journalctl --no-pager -o cat -p warning _SYSTEMD_UNIT=netdevd.service > "$WORK/warnings.txt" 2>&1
+echo "INFO netdevd's entries at priority warning or higher during the run: $(grep -c . "$WORK/warnings.txt")"
+sort "$WORK/warnings.txt" | uniq -c | sort -rn | head -10 | indent
+
+# ---- summary -------------------------------------------------------------------------------------------------------
+C journalctl --no-pager -o short-monotonic > "$WORK/journal.txt" 2>&1
+echo
+echo "== summary ($(since "$T0") s)"
+printf '%s\n' "${RESULTS[@]}" | cut -c1-140
+exit $FAILED
