@@ -73,6 +73,16 @@ public final class Daemon: Sendable {
             options.udevSource == .auto && monitor.source == .kernel
             ? " (auto: udevd is not running, so raw kernel uevents without udev's properties)" : ""
         log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
+        if !monitor.receiveBufferRaised {
+            let limit =
+                (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            log(
+                5,
+                "Receive buffers stay at the kernel's limit (net.core.rmem_max=\(limit), doubled) instead of "
+                    + "\(options.receiveBufferBytes) bytes: raising them needs CAP_NET_ADMIN. A burst larger than "
+                    + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
+        }
 
         let configuration: Configuration
         switch ConfigurationLoader(mainFile: options.configurationFile).load() {
@@ -126,6 +136,9 @@ public final class Daemon: Sendable {
         controller.stop()
         timers.cancelAll()
         recorder?.flush()
+        // The last journal entries ("netdevd stopped") and STOPPING=1 are queued on queues of their own: let them
+        // out before the process ends.
+        effects.drain()
         return exitStatus.withLock { $0 } ?? 0
     }
 
@@ -137,9 +150,15 @@ public final class Daemon: Sendable {
             listening = passed.fileDescriptor
             log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
         } else {
+            let directory = (options.socketPath as NSString).deletingLastPathComponent
+            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+                log(
+                    4,
+                    "No control socket, netdevctl cannot reach this netdevd: cannot create \(directory): "
+                        + String(cString: strerror(errno)))
+                return nil
+            }
             do {
-                let directory = (options.socketPath as NSString).deletingLastPathComponent
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
                 listening = try VarlinkServer.listen(on: options.socketPath)
                 log(6, "Serving io.netdevd on \(options.socketPath)")
             } catch {

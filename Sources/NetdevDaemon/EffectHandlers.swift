@@ -8,11 +8,19 @@ import Udev
 /// (dumps, enumeration, configuration files) runs on the I/O queue; hooks on the runner's threads.
 struct EffectHandlers: Sendable {
     let router: EffectRouter<Effect, Event>
+    private let notifyQueue = DispatchQueue(label: "netdevd.notify")
+    private let journalQueue = DispatchQueue(label: "netdevd.journal")
+
+    /// Waits until every journal entry and notification queued so far has been sent.
+    func drain() {
+        journalQueue.sync {}
+        notifyQueue.sync {}
+    }
 
     init(daemon: Daemon, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
         let configurationFile = daemon.options.configurationFile
-        let notifyQueue = DispatchQueue(label: "netdevd.notify")
-        let journalQueue = DispatchQueue(label: "netdevd.journal")
+        let notifyQueue = notifyQueue
+        let journalQueue = journalQueue
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
                 acceptClosure: { timer in

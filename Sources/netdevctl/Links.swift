@@ -88,11 +88,13 @@ struct DeviceCommand: ParsableCommand {
         }
         if options.printJSON(try? JSONValue(encoding: device)) { return }
         print("\(device.sysname)")
-        print("   Path: \(device.syspath)")
-        print("Subsystem: \(device.subsystem)")
-        if let devtype = device.devtype { print("   Type: \(devtype)") }
-        if let devnode = device.devnode { print("   Node: \(devnode)") }
-        if let driver = device.driver { print(" Driver: \(driver)") }
+        let fields = [
+            ("Path", device.syspath), ("Subsystem", device.subsystem), ("Type", device.devtype),
+            ("Node", device.devnode), ("Driver", device.driver),
+        ]
+        for case (let label, let value?) in fields {
+            print(String(repeating: " ", count: "Subsystem".count - label.count) + "\(label): \(value)")
+        }
     }
 }
 

@@ -122,6 +122,9 @@ struct DaemonKernelTests {
         daemon.signal(SIGTERM)
         #expect(daemon.notify.receive(until: "STOPPING=1") != nil)
         #expect(daemon.exitStatus() == 0)
+        // The last entry is written before the process ends, not lost in a queue.
+        let stopped = try journal(of: daemon, "MESSAGE_ID", MessageKind.stopped.id) { !$0.isEmpty }
+        #expect(stopped.count == 1, "no 'netdevd stopped' entry in the journal")
     }
 
     @Test("SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1; a broken drop-in is logged with file and line")

@@ -38,11 +38,21 @@ struct NetdevctlKernelTests {
     func queries() throws {
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil)
+        // No IPv6 link-local addresses (addrgenmode none), so every state below is exact: ctl1 carrier, ctl0
+        // routable with one address.
         try ip("link", "add", "ctl0", "type", "veth", "peer", "name", "ctl1")
         defer { _ = try? ip("link", "del", "ctl0") }
+        for name in ["ctl0", "ctl1"] { try ip("link", "set", name, "addrgenmode", "none") }
         try ip("link", "set", "ctl0", "up")
         try ip("link", "set", "ctl1", "up")
         try ip("addr", "add", "192.0.2.44/24", "dev", "ctl0")
+        let kernel = Dictionary(
+            uniqueKeysWithValues: try jsonObjects(try run(["ip", "-j", "link", "show"])).compactMap { link in
+                (link["ifname"] as? String).map { ($0, link) }
+            })
+        let index0 = try #require(kernel["ctl0"]?["ifindex"] as? Int)
+        let index1 = try #require(kernel["ctl1"]?["ifindex"] as? Int)
+        let mac0 = try #require(kernel["ctl0"]?["address"] as? String)
         let socket = ["--socket", daemon.socket]
         _ = waitUntil { (try? netdevctl(["link", "ctl0"] + socket))?.output.contains("routable") == true }
         let status = try netdevctl(["status"] + socket)
@@ -51,24 +61,35 @@ struct NetdevctlKernelTests {
         let header = status.output.split(separator: "\n").first { $0.hasPrefix("IDX") }
         #expect(header?.split(separator: " ") == ["IDX", "LINK", "TYPE", "OPERATIONAL"])
         #expect(status.output.contains("192.0.2.44/24"))
+
+        let width = max(String(index0).count, String(index1).count)
+        let row = { (index: Int, rest: String) in
+            String(index).padding(toLength: width, withPad: " ", startingAt: 0) + rest
+        }
+        let rows = [(index0, " ctl0 veth routable"), (index1, " ctl1 veth carrier")].sorted { $0.0 < $1.0 }
         let links = try netdevctl(["links", "ctl*", "--no-legend"] + socket)
-        // Rows are "IDX LINK TYPE OPERATIONAL"; ctl1 has only a link-local address (degraded) or none yet (carrier).
-        let rows = Dictionary(
-            uniqueKeysWithValues: links.output.split(separator: "\n").map { row in
-                let columns = row.split(separator: " ").map(String.init)
-                return (columns[1], columns.dropFirst(2).joined(separator: " "))
-            })
-        #expect(rows.count == 2)
-        #expect(rows["ctl0"] == "veth routable")
-        #expect(rows["ctl1"] == "veth carrier" || rows["ctl1"] == "veth degraded")
+        #expect(links.output == rows.map(row).joined(separator: "\n") + "\n")
         let link = try netdevctl(["link", "ctl0"] + socket)
-        #expect(link.output.contains("Operational: routable") && link.output.contains("Address: 192.0.2.44/24"))
+        #expect(
+            link.output == """
+                \(index0): ctl0
+                       Type: veth
+                Operational: routable
+                   Hardware: \(mac0)
+                        MTU: 1500
+                    Address: 192.0.2.44/24
+
+                """)
         let json = try netdevctl(["--json=short", "links", "ctl0"] + socket)
-        let decoded = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
-        #expect(decoded?.first?["name"] as? String == "ctl0")
-        #expect(decoded?.first?["operationalState"] as? String == "routable")
-        let devices = try netdevctl(["devices", "--subsystem", "net"] + socket)
-        #expect(devices.output.contains("net       ctl0"))
+        #expect(
+            json.output == #"[{"addresses":["192.0.2.44/24"],"gateways":[],"index":"# + "\(index0)"
+                + #","macAddress":""# + mac0
+                + #"","mtu":1500,"name":"ctl0","operationalState":"routable","type":"veth"}]"#
+                + "\n")
+        let devices = try netdevctl(["devices", "--subsystem", "net", "--no-legend"] + socket)
+        #expect(devices.output == "net ctl0 - -\nnet ctl1 - -\nnet lo   - -\n")
+        let device = try netdevctl(["device", "ctl1"] + socket)
+        #expect(device.output == "ctl1\n     Path: /sys/devices/virtual/net/ctl1\nSubsystem: net\n")
         let missing = try netdevctl(["link", "nosuch0"] + socket)
         #expect(missing.status == 1 && missing.errors.contains("no link named 'nosuch0'"))
         daemon.signal(SIGTERM)
