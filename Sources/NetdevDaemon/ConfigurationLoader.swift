@@ -15,7 +15,7 @@ public import NetdevSession
 /// | `[Online]` | `MinimumOperationalState=` | `off`, `no-carrier`, `dormant`, `carrier`, `degraded`, `routable` |
 /// | `[Online]` | `RequiredFamily=` | `any`, `ipv4`, `ipv6`, `both` |
 /// | `[Devices]` | `Subsystems=` | udev subsystems, space-separated; empty resets |
-/// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `500ms`, `2min`); how long one hook may run |
+/// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `500ms`, `2min`); how long one hook may run; 0: no limit |
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
 /// | `[Daemon]` | `StopTimeoutSec=` | a time span; how long a stop waits for running hooks |

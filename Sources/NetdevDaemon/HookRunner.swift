@@ -193,7 +193,8 @@ public final class HookRunner: Sendable {
                 name: hook.name, status: .notStarted(String(cString: strerror(spawned))), durationMilliseconds: 0)
         }
         var tail = OutputTail(limit: outputTailBytes)
-        let deadline = started + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        // TimeoutSec=0 disables the timeout, as it does in systemd's units.
+        let deadline = timeoutMilliseconds > 0 ? started + UInt64(timeoutMilliseconds) * 1_000_000 : UInt64.max
         var terminatedAt: UInt64?
         var timedOut = false
         var pipeOpen = true

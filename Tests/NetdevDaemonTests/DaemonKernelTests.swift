@@ -245,6 +245,22 @@ struct DaemonBadDayTests {
         #expect(daemon.exitStatus(timeout: 20) == 0)
     }
 
+    @Test("TimeoutSec=0 means no limit: a hook that takes its time finishes and is not killed")
+    func noHookTimeout() throws {
+        let daemon = try RunningDaemon(hook: "#!/bin/sh\nsleep 0.6\n", configuration: "[Hooks]\nTimeoutSec=0\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "nto0", "type", "veth", "peer", "name", "nto1")
+        defer { _ = try? ip("link", "del", "nto0") }
+        let finished = try journal(of: daemon, "MESSAGE_ID", MessageKind.hookRunFinished.id) { !$0.isEmpty }
+        #expect(!finished.isEmpty, "the hook run did not finish")
+        let failed = try run(
+            "journalctl", "--no-pager", "-o", "cat", "MESSAGE_ID=\(MessageKind.hookRunFailed.id)",
+            "_PID=\(daemon.process.processIdentifier)")
+        #expect(failed.isEmpty, "\(failed)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+
     @Test("a hook that prints 50 MB does not grow the daemon's memory")
     func noisyHook() throws {
         let daemon = try RunningDaemon(hook: "#!/bin/sh\nyes x | head -c 50000000\necho done\n")
