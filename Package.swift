@@ -62,19 +62,21 @@ let package = Package(
             dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink"],
             swiftSettings: strict
         ),
-        .executableTarget(
-            name: "netdevctl",
+        .target(
+            name: "NetdevctlCommands",
             dependencies: [
                 "NetdevDaemon", "NetdevSession", "Varlink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
         ),
+        .executableTarget(name: "netdevctl", dependencies: ["NetdevctlCommands"], swiftSettings: strict),
         .executableTarget(
             name: "netdevd",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "Systemd", "Udev",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                "NetdevDaemon", "NetdevSession", "NetdevctlCommands", "Systemd", "Udev",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(

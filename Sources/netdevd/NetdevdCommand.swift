@@ -9,7 +9,6 @@ import Glibc
 #endif
 
 /// `netdevd`: watches network links and devices, tells systemd and the journal, runs hooks.
-@main
 struct NetdevdCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netdevd",

@@ -3,8 +3,16 @@ import Foundation
 import NetdevDaemon
 import Varlink
 
+/// The `netdevctl` program, for the executables that run it: `netdevctl` itself, and `netdevd` when it is invoked
+/// under the name `netdevctl` (the package installs one binary for both).
+public enum NetdevctlProgram {
+    /// Parses the command line and runs the command; exits with the documented status (0, 1, 2, 3 or 4).
+    public static func main() {
+        Netdevctl.main()
+    }
+}
+
 /// `netdevctl`: query and follow netdevd.
-@main
 struct Netdevctl: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netdevctl",

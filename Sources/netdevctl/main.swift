@@ -1,0 +1,3 @@
+import NetdevctlCommands
+
+NetdevctlProgram.main()
