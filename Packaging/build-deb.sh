@@ -9,7 +9,7 @@ OUT=$(mkdir -p "${1:-$REPO/.build-deb}" && cd "${1:-$REPO/.build-deb}" && pwd)
 VERSION=$(dpkg-parsechangelog -l "$REPO/Packaging/debian/changelog" -S Version 2>/dev/null \
     || sed -n '1s/.*(\(.*\)).*/\1/p' "$REPO/Packaging/debian/changelog")
 
-needed="debhelper pkg-config libsystemd-dev libudev-dev lintian dpkg-dev"
+needed="debhelper pkg-config libsystemd-dev libudev-dev libstdc++-12-dev lintian dpkg-dev"
 missing=""
 for p in $needed; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

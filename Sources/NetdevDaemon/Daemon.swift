@@ -78,7 +78,7 @@ public final class Daemon: Sendable {
                 (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
             log(
-                5,
+                6,
                 "Receive buffers stay at the kernel's limit (net.core.rmem_max=\(limit), doubled) instead of "
                     + "\(options.receiveBufferBytes) bytes: raising them needs CAP_NET_ADMIN. A burst larger than "
                     + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
@@ -132,14 +132,27 @@ public final class Daemon: Sendable {
         defer { blocker?.cancel() }
         #endif
         finished.wait()
+        // The last journal entries ("netdevd stopped") and STOPPING=1 were queued on queues of their own before the
+        // exit effect: let them out now, while the effect handlers are still connected (stopping the controller
+        // disconnects them, and work still queued is then dropped).
+        effects.drain()
         server?.stop()
         controller.stop()
         timers.cancelAll()
         recorder?.flush()
-        // The last journal entries ("netdevd stopped") and STOPPING=1 are queued on queues of their own: let them
-        // out before the process ends.
-        effects.drain()
         return exitStatus.withLock { $0 } ?? 0
+    }
+
+    /// Creates `path` and its missing parents (mode 0755); returns what went wrong, in words, or `nil`.
+    static func makeDirectories(_ path: String) -> String? {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                return "cannot create \(prefix): \(String(cString: strerror(errno)))"
+            }
+        }
+        return nil
     }
 
     /// Serves `io.netdevd` on the socket systemd passed (socket activation) or on `options.socketPath`. A failure
@@ -151,11 +164,8 @@ public final class Daemon: Sendable {
             log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
         } else {
             let directory = (options.socketPath as NSString).deletingLastPathComponent
-            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
-                log(
-                    4,
-                    "No control socket, netdevctl cannot reach this netdevd: cannot create \(directory): "
-                        + String(cString: strerror(errno)))
+            if let problem = Self.makeDirectories(directory) {
+                log(4, "No control socket, netdevctl cannot reach this netdevd: \(problem)")
                 return nil
             }
             do {

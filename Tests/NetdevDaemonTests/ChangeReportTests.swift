@@ -47,7 +47,6 @@ struct ChangeReportTests {
         for sequence in 2...501 {
             let next = Self.randomModel(sequence: sequence, using: &generator)
             let change = ChangeReport(from: model, to: next)
-            #expect(change.sequence == held.sequence + 1)
             linksSent += change.links.count
             held = held.applying(change)
             #expect(held == StateReport(next), "after change \(sequence)")
@@ -65,7 +64,6 @@ struct ChangeReportTests {
         after.changeSequence = 2
         let index = before.links.keys.sorted().last!
         after.links[index]?.addresses.append(LinkAddress(family: .ipv6, address: "fd00::1", prefixLength: 64))
-        after.links[99] = nil
         let change = ChangeReport(from: before, to: after)
         #expect(change.links.map(\.index) == [Int(index)])
         #expect(change.removedLinks == [])
@@ -105,6 +103,63 @@ struct ControlServiceStartTests {
         #expect(answered.wait(timeout: .now() + 5) == .success)
         #expect(answer.withLock { $0 }?.sequence == 7)
         connection.dispose()
+    }
+}
+
+@Suite("io.netdevd Monitor while the model changes")
+struct MonitorOrderingTests {
+    @Test("monitors that join while 500 models are published each see contiguous changes that rebuild the last state")
+    func joinDuringChanges() throws {
+        let path = NSTemporaryDirectory() + "netdevd-order-\(getpid()).sock"
+        defer { unlink(path) }
+        let service = ControlService()
+        let server = VarlinkServer(
+            listening: try VarlinkServer.listen(on: path), interfaces: [service.interface], vendor: "test",
+            product: "test", version: "0", url: "")
+        server.start()
+        defer { server.stop() }
+        let connection = service.view.connect { _ in }
+        defer { connection.dispose() }
+        var generator = SeededGenerator(seed: 42)
+        let models = (1...500).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
+        connection.accept(models[0])
+
+        let last = models.count
+        let states = Protected<[Int: StateReport]>([:])
+        let gaps = Protected<[String]>([])
+        let done = DispatchGroup()
+        for client in 0..<8 {
+            done.enter()
+            Thread.detachNewThread {
+                defer { done.leave() }
+                // Clients join at different moments while the models are being published.
+                usleep(UInt32(client) * 2_000)
+                guard let monitor = try? VarlinkClient(path: path) else { return }
+                var held: StateReport?
+                try? monitor.callWithMore("io.netdevd.Monitor") { reply in
+                    if let first = try? reply["state"]?.decode(as: StateReport.self) {
+                        held = first
+                    } else if let change = try? reply["change"]?.decode(as: ChangeReport.self), let current = held {
+                        if change.sequence != current.sequence + 1 {
+                            gaps.withLock { $0.append("client \(client): \(current.sequence) -> \(change.sequence)") }
+                        }
+                        held = current.applying(change)
+                    }
+                    return held.map { $0.sequence < last } ?? true
+                }
+                states.withLock { $0[client] = held }
+            }
+        }
+        for model in models.dropFirst() {
+            connection.accept(model)
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "a monitor never reached the last model")
+        #expect(gaps.withLock { $0 } == [])
+        let expected = StateReport(models[last - 1])
+        #expect(states.withLock { $0.count } == 8)
+        for (client, state) in states.withLock({ $0 }) {
+            #expect(state == expected, "client \(client) rebuilt a different state")
+        }
     }
 }
 

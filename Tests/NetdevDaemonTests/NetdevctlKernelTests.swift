@@ -55,6 +55,11 @@ struct NetdevctlKernelTests {
         let mac0 = try #require(kernel["ctl0"]?["address"] as? String)
         let socket = ["--socket", daemon.socket]
         _ = waitUntil { (try? netdevctl(["link", "ctl0"] + socket))?.output.contains("routable") == true }
+        // Devices come from udev, links from rtnetlink: wait for both veth devices too.
+        _ = waitUntil {
+            let devices = (try? netdevctl(["devices", "--subsystem", "net"] + socket))?.output ?? ""
+            return devices.contains("ctl0") && devices.contains("ctl1")
+        }
         let status = try netdevctl(["status"] + socket)
         #expect(status.status == 0)
         #expect(status.output.contains("Online state: online"))
@@ -316,8 +321,18 @@ struct ManyMonitorsTests {
         _ = waitUntil { monitors.allSatisfy { $0.text.contains("\"state\"") } }
 
         let watched = try burst(daemon, pairs: pairs, prefix: "many")
-        let final = try VarlinkClient(path: daemon.socket).call("io.netdevd.GetState")["state"]?
-            .decode(as: StateReport.self)
+        // Settled: udev's remove events may still arrive after the links are gone, so the final state is the one
+        // that stays the same for half a second.
+        let state = {
+            try? VarlinkClient(path: daemon.socket).call("io.netdevd.GetState")["state"]?.decode(as: StateReport.self)
+        }
+        var final = state()
+        _ = waitUntil(timeout: 30) {
+            usleep(500_000)
+            let now = state()
+            defer { final = now }
+            return now != nil && now == final
+        }
         let last = final?.sequence ?? 0
         let delivered = waitUntil(timeout: 60) { monitors.allSatisfy { $0.hasSequence(last) } }
         print(

@@ -240,3 +240,54 @@ struct ProtocolTests {
         #expect(third.readToClose() == ("", true))
     }
 }
+
+@Suite("Varlink connections in quick succession")
+struct ConnectionChurnTests {
+    @Test("1,200 short connections, 4 at a time, while 50 monitors are fed: every call is answered and closed")
+    func churn() throws {
+        let server = try TestServer()
+        let path = server.path
+        // Busy monitors keep libdispatch's manager thread working on write and read sources meanwhile.
+        let monitors = (0..<50).map { _ in RawConnection(path) }
+        for monitor in monitors { monitor.write(#"{"method":"org.example.test.Ticks","more":true}"#) }
+        _ = waitUntil { server.ticks.all.count == 50 }
+        let stop = Protected(false)
+        let readers = DispatchGroup()
+        for monitor in monitors {
+            let fd = monitor.fd
+            readers.enter()
+            Thread.detachNewThread {
+                defer { readers.leave() }
+                var chunk = [UInt8](repeating: 0, count: 65536)
+                while !stop.withLock({ $0 }) && recv(fd, &chunk, chunk.count, 0) > 0 {}
+            }
+        }
+        let ticks = server.ticks
+        let ticker = Thread {
+            var n = 1.0
+            while !stop.withLock({ $0 }) {
+                for replier in ticks.all { replier.reply(["n": .number(n)], continues: true) }
+                n += 1
+                usleep(5_000)
+            }
+        }
+        ticker.start()
+        let unanswered = Protected<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for attempt in 0..<300 {
+                let raw = RawConnection(path)
+                raw.write(#"{"method":"org.example.test.Echo","parameters":{"text":"w\#(worker)a\#(attempt)"}}"#)
+                shutdown(raw.fd, Int32(SHUT_WR))
+                let reply = raw.readToClose()
+                if !reply.text.contains("w\(worker)a\(attempt)") || !reply.closed {
+                    unanswered.withLock { $0.append("worker \(worker) attempt \(attempt): \(reply)") }
+                    return
+                }
+            }
+        }
+        stop.withLock { $0 = true }
+        for monitor in monitors { shutdown(monitor.fd, Int32(SHUT_RDWR)) }
+        readers.wait()
+        #expect(unanswered.withLock { $0 } == [])
+    }
+}
