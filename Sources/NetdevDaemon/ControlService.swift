@@ -1,13 +1,15 @@
 import Foundation
 public import MobiusCore
 public import NetdevSession
-import Synchronization
 public import Varlink
 
 /// The `io.netdevd` Varlink interface, served from the models the loop publishes: a query never waits on the
 /// loop, and a slow monitor only fills its own connection's bounded buffer. A call that arrives before the loop
 /// published its first model (a socket-activated start) is answered as soon as it has.
-public final class ControlService: Sendable {
+///
+/// `@unchecked Sendable`: `state` is only read or written inside `withState`, under `lock`. (An NSLock rather than
+/// `Synchronization.Mutex`: a contended Mutex is invisible to ThreadSanitizer on Linux, and this is tested under it.)
+public final class ControlService: @unchecked Sendable {
     private struct State {
         var latest: Model?
         /// Each monitor, and the sequence of the state it was sent first.
@@ -17,7 +19,14 @@ public final class ControlService: Sendable {
         var parked: [@Sendable (Model) -> Void] = []
     }
 
-    private let state = Mutex(State())
+    private let lock = NSLock()
+    private var state = State()
+
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
+    }
 
     /// A service with no model yet.
     public init() {}
@@ -25,10 +34,10 @@ public final class ControlService: Sendable {
     /// The view to connect to the controller: it receives every model and sends `Reload` requests as events.
     public var view: AnyConnectable<Model, Event> {
         AnyConnectable { [self] consumer in
-            state.withLock { $0.dispatch = consumer }
+            withState { $0.dispatch = consumer }
             return Connection(
                 acceptClosure: { [weak self] model in self?.publish(model) },
-                disposeClosure: { [weak self] in self?.state.withLock { $0.dispatch = nil } }
+                disposeClosure: { [weak self] in self?.withState { $0.dispatch = nil } }
             )
         }
     }
@@ -36,7 +45,7 @@ public final class ControlService: Sendable {
     /// Sends every monitor what changed. Replies are queued under the lock that registers monitors, so a monitor
     /// gets its first state before any change, and skips the changes its first state already holds.
     func publish(_ model: Model) {
-        let (previous, parked) = state.withLock { state -> (Model?, [@Sendable (Model) -> Void]) in
+        let (previous, parked) = withState { state -> (Model?, [@Sendable (Model) -> Void]) in
             defer {
                 state.latest = model
                 state.parked = []
@@ -50,7 +59,7 @@ public final class ControlService: Sendable {
         guard let previous, let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else {
             return
         }
-        state.withLock { state in
+        withState { state in
             for monitor in state.monitors.values where monitor.since < model.changeSequence {
                 monitor.replier.reply(encodedParameters: encoded, continues: true)
             }
@@ -106,7 +115,7 @@ public final class ControlService: Sendable {
                     }
                     withLatest { [self] _ in
                         let key = ObjectIdentifier(replier)
-                        state.withLock { state in
+                        withState { state in
                             guard let model = state.latest,
                                 let report = Self.encoded(["state": StateReport(model)])
                             else { return }
@@ -114,7 +123,7 @@ public final class ControlService: Sendable {
                             replier.reply(encodedParameters: report, continues: true)
                         }
                         replier.onCancel { [weak self] in
-                            _ = self?.state.withLock { $0.monitors.removeValue(forKey: key) }
+                            _ = self?.withState { $0.monitors.removeValue(forKey: key) }
                         }
                     }
                 },
@@ -125,7 +134,7 @@ public final class ControlService: Sendable {
                             ["reason": .string("Reload needs uid 0; you are uid \(peer.uid)")])
                         return
                     }
-                    guard let dispatch = state.withLock({ $0.dispatch }) else {
+                    guard let dispatch = withState({ $0.dispatch }) else {
                         replier.error("io.netdevd.NotRunning")
                         return
                     }
@@ -138,7 +147,7 @@ public final class ControlService: Sendable {
 
     /// Runs `body` with the latest model: now, or when the loop publishes its first.
     private func withLatest(_ body: @escaping @Sendable (Model) -> Void) {
-        let model = state.withLock { state -> Model? in
+        let model = withState { state -> Model? in
             if state.latest == nil { state.parked.append(body) }
             return state.latest
         }

@@ -108,7 +108,7 @@ struct ControlServiceStartTests {
 
 @Suite("io.netdevd Monitor while the model changes")
 struct MonitorOrderingTests {
-    @Test("monitors that join while 500 models are published each see contiguous changes that rebuild the last state")
+    @Test("monitors that join while 200 models are published each see contiguous changes that rebuild the last state")
     func joinDuringChanges() throws {
         let path = NSTemporaryDirectory() + "netdevd-order-\(getpid()).sock"
         defer { unlink(path) }
@@ -121,23 +121,25 @@ struct MonitorOrderingTests {
         let connection = service.view.connect { _ in }
         defer { connection.dispose() }
         var generator = SeededGenerator(seed: 42)
-        let models = (1...500).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
+        let models = (1...200).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
         connection.accept(models[0])
 
         let last = models.count
+        let firsts = Protected<[Int]>([])
         let states = Protected<[Int: StateReport]>([:])
         let gaps = Protected<[String]>([])
         let done = DispatchGroup()
-        for client in 0..<8 {
+        for client in 0..<4 {
             done.enter()
             Thread.detachNewThread {
                 defer { done.leave() }
-                // Clients join at different moments while the models are being published.
-                usleep(UInt32(client) * 2_000)
+                // Clients join 40 ms apart while the models are published (one per millisecond or slower).
+                usleep(UInt32(client) * 40_000)
                 guard let monitor = try? VarlinkClient(path: path) else { return }
                 var held: StateReport?
                 try? monitor.callWithMore("io.netdevd.Monitor") { reply in
                     if let first = try? reply["state"]?.decode(as: StateReport.self) {
+                        firsts.withLock { $0.append(first.sequence) }
                         held = first
                     } else if let change = try? reply["change"]?.decode(as: ChangeReport.self), let current = held {
                         if change.sequence != current.sequence + 1 {
@@ -152,11 +154,15 @@ struct MonitorOrderingTests {
         }
         for model in models.dropFirst() {
             connection.accept(model)
+            usleep(1_000)
         }
-        #expect(done.wait(timeout: .now() + 30) == .success, "a monitor never reached the last model")
+        #expect(done.wait(timeout: .now() + 120) == .success, "a monitor never reached the last model")
         #expect(gaps.withLock { $0 } == [])
+        // The point is joining mid-stream: at least two clients must have started after the first model and
+        // before the last.
+        #expect(firsts.withLock { $0 }.filter { (2..<last).contains($0) }.count >= 2, "\(firsts.withLock { $0 })")
         let expected = StateReport(models[last - 1])
-        #expect(states.withLock { $0.count } == 8)
+        #expect(states.withLock { $0.count } == 4)
         for (client, state) in states.withLock({ $0 }) {
             #expect(state == expected, "client \(client) rebuilt a different state")
         }
