@@ -58,7 +58,7 @@ test-kernel:
 	fi; \
 	exit $$rc
 
-# ThreadSanitizer over the MobiusCore and MobiusTest tests, in a build folder of its own.
+# ThreadSanitizer over every unit test (kernel tests skip themselves), in a build folder of its own.
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
 
