@@ -52,6 +52,8 @@ struct Netdevctl: ParsableCommand {
 /// where the subcommand's options live.
 func globalOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
     let names = Set(Netdevctl.configuration.subcommands.map { $0._commandName })
+    // `netdevctl help links` is the argument parser's help for `links`, not `links help`.
+    guard arguments.first != "help" else { return arguments }
     guard let index = arguments.firstIndex(where: { names.contains($0) }), index > 0 else { return arguments }
     return [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
 }

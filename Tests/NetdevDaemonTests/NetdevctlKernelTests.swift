@@ -368,3 +368,16 @@ struct ManyMonitorsTests {
         for monitor in monitors { close(monitor.fd) }
     }
 }
+
+@Suite("netdevctl without a daemon")
+struct NetdevctlUsageTests {
+    @Test("`netdevctl help links` shows the help of links; options before a command still apply to it")
+    func helpAndGlobalOptions() throws {
+        let help = try netdevctl(["help", "links"])
+        #expect(help.status == 0)
+        #expect(help.output.contains("USAGE: netdevctl links"), "\(help.output)\(help.errors)")
+        let early = try netdevctl(["--json=short", "links", "--socket", "/nonexistent/io.netdevd"])
+        #expect(early.status == 4)
+        #expect(early.errors.contains("cannot connect to /nonexistent/io.netdevd"))
+    }
+}
