@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libsystemd-dev libudev-dev udev iproute2
 
-.PHONY: all deps build run test test-kernel test-tsan lint format benchmark clean
+.PHONY: all deps build run test test-kernel test-tsan lint format benchmark benchmark-daemon benchmark-replay clean
 
 all: build
 
@@ -71,6 +71,14 @@ format:
 # Release-mode benchmarks (Benchmarks/, ordo-one/benchmark); NETDEVD_BENCHMARKS adds them to the package.
 benchmark: deps
 	NETDEVD_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark --no-progress
+
+# The load harness (Benchmarks/Daemon/load.py): the release netdevd, linked as the package links it, in a throw-away
+# namespace with its own udevd and journald, through a 500-veth-pair create and delete burst; prints every figure
+# of README's table. As root. LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --json FILE).
+RELEASE_FLAGS = -c release --static-swift-stdlib
+benchmark-daemon: deps
+	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
+	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
 
 clean:
 	rm -rf .build .build-tsan .build-bench

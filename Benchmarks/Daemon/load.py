@@ -1,0 +1,435 @@
+#!/usr/bin/env python3
+"""netdevd's load harness: the 500-veth-pair burst, measured from outside, as an operator would.
+
+Runs inside Tests/Harness/in-netns.sh (a throw-away network namespace with a private udevd and journald); `make
+benchmark-daemon` builds the release binary and runs it there. It starts the release netdevd with a trivial hook,
+creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them with another, and prints:
+
+  - netdevd's own CPU (utime+stime from /proc/PID/stat) and its hook children's (cutime+cstime) per burst;
+  - RSS idle, at 1,000 links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms);
+  - the time from `ip -batch` returning until `netdevctl links` lists all 1,000 links (and then none);
+  - drift: netdevd's links and addresses against `ip -j link` and `ip -j addr` at the end of each phase;
+  - exec to READY=1 (sd_notify, on a socket of ours) with no links and with 1,000 links present;
+  - `netdevctl links` wall time at 1,000 links;
+  - the time until every link's hooks ran for its settled state;
+  - journald's CPU and netdevd's journal entries per burst;
+  - idle wake-ups (context switches of every thread) and threads started over --idle-seconds;
+  - the binary's size.
+
+Every figure is printed as a line `name: value`, and the whole as JSON with --json FILE.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAIRS = 500
+
+
+def proc_stat(pid):
+    """(utime+stime, cutime+cstime) of pid, in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[0] is the state (field 3); utime is field 14.
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime) / CLOCK_TICKS, (cutime + cstime) / CLOCK_TICKS
+
+
+def proc_status(pid, key):
+    """A kB figure of /proc/PID/status, in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def task_switches(pid):
+    """{tid: voluntary+involuntary context switches} for every thread of pid."""
+    result = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                total = 0
+                for line in f:
+                    if "ctxt_switches" in line:
+                        total += int(line.split()[1])
+                result[tid] = total
+        except FileNotFoundError:
+            pass
+    return result
+
+
+def own_netns_pids(comm):
+    """PIDs in this network namespace whose comm is `comm`."""
+    mine = os.readlink("/proc/self/ns/net")
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                if f.read().strip() != comm:
+                    continue
+            if os.readlink(f"/proc/{entry}/ns/net") == mine:
+                found.append(int(entry))
+        except (FileNotFoundError, PermissionError, ProcessLookupError):
+            pass
+    return found
+
+
+class Notifications:
+    """An sd_notify socket: records when each message arrived."""
+
+    def __init__(self, path):
+        self.path = path
+        self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.socket.bind(path)
+        self.messages = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        while True:
+            try:
+                data = self.socket.recv(65536)
+            except OSError:
+                return
+            now = time.monotonic()
+            with self.lock:
+                self.messages.append((now, data.decode(errors="replace")))
+
+    def wait_for(self, line, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.lock:
+                for when, text in self.messages:
+                    if line in text.split("\n"):
+                        return when
+            time.sleep(0.002)
+        raise RuntimeError(f"no {line} from netdevd within {timeout} s")
+
+    def close(self):
+        self.socket.close()
+
+
+class Daemon:
+    """One netdevd process with its own socket, notify socket and hooks."""
+
+    def __init__(self, binary, workdir, name, hooks_dir, record=None):
+        self.binary = binary
+        self.socket_path = os.path.join(workdir, name, "io.netdevd")
+        os.makedirs(os.path.dirname(self.socket_path), exist_ok=True)
+        self.notify = Notifications(os.path.join(workdir, name, "notify"))
+        arguments = [
+            binary, "--config", os.path.join(workdir, "netdevd.conf"), "--socket", self.socket_path,
+            "--hooks-dir", hooks_dir, "--log-target", "journal", "--udev-source", "udev",
+        ]
+        if record:
+            arguments += ["--record", record]
+        environment = dict(os.environ, NOTIFY_SOCKET=self.notify.path)
+        self.started = time.monotonic()
+        self.process = subprocess.Popen(arguments, env=environment, stdin=subprocess.DEVNULL)
+        self.pid = self.process.pid
+
+    def ready_seconds(self):
+        return self.notify.wait_for("READY=1") - self.started
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.notify.close()
+
+
+class Sampler:
+    """Samples VmRSS every 20 ms; `peak` is the highest sample since the last reset."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.peak = 0.0
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while self.running:
+            try:
+                self.peak = max(self.peak, proc_status(self.pid, "VmRSS"))
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            time.sleep(0.02)
+
+    def reset(self):
+        self.peak = 0.0
+
+    def stop(self):
+        self.running = False
+
+
+def netdevctl(ctl, socket_path, *arguments):
+    result = subprocess.run(
+        [ctl, "--socket", socket_path, *arguments], capture_output=True, text=True, timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"netdevctl {' '.join(arguments)} failed: {result.stderr.strip()}")
+    return result.stdout
+
+
+def links(ctl, socket_path):
+    return json.loads(netdevctl(ctl, socket_path, "links", "--json=short"))
+
+
+def count_burst_links(ctl, socket_path, prefix):
+    return sum(1 for link in links(ctl, socket_path) if link["name"].startswith(prefix))
+
+
+def wait_for_links(ctl, socket_path, prefix, count, after, timeout=120):
+    """Seconds from `after` until `netdevctl links` lists exactly `count` links named prefix*, and the polls made."""
+    deadline = time.monotonic() + timeout
+    polls = 0
+    while time.monotonic() < deadline:
+        polls += 1
+        if count_burst_links(ctl, socket_path, prefix) == count:
+            return time.monotonic() - after, polls
+        time.sleep(0.005)
+    raise RuntimeError(f"netdevctl did not list {count} {prefix}* links within {timeout} s")
+
+
+def drift(ctl, socket_path):
+    """Differences between netdevd's links and addresses and the kernel's (`ip -j link`, `ip -j addr`)."""
+    ours = {link["index"]: link for link in links(ctl, socket_path)}
+    kernel = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout)
+    kernel_links = json.loads(
+        subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout)
+    problems = []
+    kernel_by_index = {entry["ifindex"]: entry for entry in kernel_links}
+    if set(ours) != set(kernel_by_index):
+        problems.append(
+            f"links only in netdevd: {sorted(set(ours) - set(kernel_by_index))[:5]}, "
+            f"only in the kernel: {sorted(set(kernel_by_index) - set(ours))[:5]}")
+    for entry in kernel:
+        link = ours.get(entry["ifindex"])
+        if link is None:
+            continue
+        if link["name"] != entry["ifname"]:
+            problems.append(f"{entry['ifindex']}: name {link['name']} != {entry['ifname']}")
+        addresses = {f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])}
+        if set(link["addresses"]) != addresses:
+            problems.append(f"{entry['ifname']}: addresses {sorted(link['addresses'])} != {sorted(addresses)}")
+    return problems
+
+
+def settle_drift(ctl, socket_path, timeout=10):
+    """Drift once the kernel has settled (DAD finishing changes addresses for a second or two after a burst)."""
+    deadline = time.monotonic() + timeout
+    problems = drift(ctl, socket_path)
+    while problems and time.monotonic() < deadline:
+        time.sleep(0.2)
+        problems = drift(ctl, socket_path)
+    return problems
+
+
+def journal_entries(pid):
+    output = subprocess.run(
+        ["journalctl", "--no-pager", f"_PID={pid}", "-o", "json", "--output-fields=MESSAGE"],
+        capture_output=True, text=True).stdout
+    return output.count("\n")
+
+
+def wait_for_hooks(log_path, ctl, socket_path, prefix, after, timeout=180):
+    """Seconds from `after` until every prefix* link has had a hook run with the state netdevd shows for it."""
+    deadline = time.monotonic() + timeout
+    states = {}
+    last_states = 0.0
+    while time.monotonic() < deadline:
+        now = time.monotonic()
+        if now - last_states > 0.5:
+            states = {l["name"]: l["operationalState"] for l in links(ctl, socket_path) if l["name"].startswith(prefix)}
+            last_states = now
+        seen = set()
+        with open(log_path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] in ("link-state", "link-added") and states.get(parts[1]) == parts[2]:
+                    seen.add(parts[1])
+        if states and len(seen) == len(states):
+            return time.monotonic() - after
+        time.sleep(0.05)
+    raise RuntimeError(f"hooks did not run for every link's settled state within {timeout} s")
+
+
+def idle(pid, seconds):
+    before = task_switches(pid)
+    time.sleep(seconds)
+    after = task_switches(pid)
+    wakeups = sum(count - before.get(tid, 0) for tid, count in after.items())
+    started = len(set(after) - set(before))
+    return wakeups * 60 / seconds, started * 60 / seconds
+
+
+def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald):
+    with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
+        f.write("\n".join(batch_lines) + "\n")
+        batch = f.name
+    cpu_before, children_before = proc_stat(daemon.pid)
+    journald_before = sum(proc_stat(p)[0] for p in journald)
+    entries_before = journal_entries(daemon.pid)
+    sampler.reset()
+    started = time.monotonic()
+    subprocess.run(["ip", "-batch", batch], check=True)
+    returned = time.monotonic()
+    os.unlink(batch)
+    listed, polls = wait_for_links(ctl, daemon.socket_path, "nb", expected, returned)
+    figures[f"{label}: ip -batch took (s)"] = round(returned - started, 3)
+    figures[f"{label}: netdevctl links lists all, after ip -batch returned (s)"] = round(listed, 3)
+    figures[f"{label}: netdevctl polls while waiting"] = polls
+    return cpu_before, children_before, journald_before, entries_before, started, returned
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--binary", required=True, help="the release netdevd")
+    parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--rounds", type=int, default=1, help="create/delete bursts in the same process")
+    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    options = parser.parse_args()
+
+    if not os.environ.get("NETDEVD_TEST_HARNESS"):
+        sys.exit("load.py runs inside Tests/Harness/in-netns.sh (make benchmark-daemon)")
+
+    binary = os.path.realpath(options.binary)
+    workdir = tempfile.mkdtemp(prefix="netdevd-load-", dir="/run")
+    ctl = os.path.join(workdir, "netdevctl")
+    os.symlink(binary, ctl)
+    hooks_dir = os.path.join(workdir, "hooks.d")
+    os.makedirs(hooks_dir)
+    os.chmod(workdir, 0o755)
+    hook_log = os.path.join(workdir, "hooks.log")
+    open(hook_log, "w").close()
+    hook = os.path.join(hooks_dir, "50-log")
+    with open(hook, "w") as f:
+        f.write(f'#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >>{hook_log}\n')
+    os.chmod(hook, 0o755)
+    empty_hooks = os.path.join(workdir, "no-hooks.d")
+    os.makedirs(empty_hooks)
+
+    figures = {}
+    stripped = os.path.join(workdir, "netdevd.stripped")
+    shutil.copy(binary, stripped)
+    subprocess.run(["strip", stripped], check=True)
+    figures["binary size (MB)"] = round(os.path.getsize(binary) / 1e6, 1)
+    figures["binary size, stripped (MB)"] = round(os.path.getsize(stripped) / 1e6, 1)
+    os.unlink(stripped)
+
+    journald = own_netns_pids("systemd-journal")
+    daemon = Daemon(binary, workdir, "main", hooks_dir, record=options.record)
+    sampler = None
+    try:
+        figures["exec to READY=1, no links (ms)"] = round(daemon.ready_seconds() * 1000, 1)
+        time.sleep(1)
+        sampler = Sampler(daemon.pid)
+        figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+        if options.idle_seconds > 0:
+            wakeups, threads = idle(daemon.pid, options.idle_seconds)
+            figures[f"idle wake-ups per minute (over {options.idle_seconds:g} s)"] = round(wakeups, 1)
+            figures["idle threads started per minute"] = round(threads, 1)
+
+        for round_number in range(1, options.rounds + 1):
+            label = "create" if options.rounds == 1 else f"create #{round_number}"
+            create = []
+            for i in range(PAIRS):
+                create += [f"link add nb{i:03d}a type veth peer name nb{i:03d}b",
+                           f"link set nb{i:03d}a up", f"link set nb{i:03d}b up"]
+            cpu0, children0, journald0, entries0, started, returned = burst(
+                figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
+            hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
+            figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
+                hooks, 2)
+            problems = settle_drift(ctl, daemon.socket_path)
+            time.sleep(1)
+            cpu1, children1 = proc_stat(daemon.pid)
+            figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
+            figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
+            figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
+            figures[f"{label}: netdevd journal entries"] = journal_entries(daemon.pid) - entries0
+            figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
+            figures[f"{label}: RSS at 1,000 links (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+            figures[f"{label}: drift against ip -j link/addr"] = len(problems)
+            for problem in problems[:10]:
+                print(f"  drift: {problem}", file=sys.stderr)
+
+            if round_number == 1:
+                times = []
+                for _ in range(20):
+                    before = time.monotonic()
+                    netdevctl(ctl, daemon.socket_path, "links")
+                    times.append(time.monotonic() - before)
+                cpu_before, _ = proc_stat(daemon.pid)
+                for _ in range(20):
+                    netdevctl(ctl, daemon.socket_path, "links")
+                cpu_after, _ = proc_stat(daemon.pid)
+                figures["netdevctl links at 1,000 links, wall (ms, median of 20)"] = round(
+                    statistics.median(times) * 1000, 1)
+                figures["netdevctl links at 1,000 links, netdevd CPU per call (ms)"] = round(
+                    (cpu_after - cpu_before) * 1000 / 20, 1)
+                second = Daemon(binary, workdir, "second", empty_hooks)
+                try:
+                    figures["exec to READY=1 with 1,000 links (ms)"] = round(second.ready_seconds() * 1000, 1)
+                    time.sleep(0.5)
+                    figures["RSS of a fresh start with 1,000 links (MiB)"] = round(
+                        proc_status(second.pid, "VmRSS"), 1)
+                finally:
+                    second.stop()
+
+            label = "delete" if options.rounds == 1 else f"delete #{round_number}"
+            delete = [f"link del nb{i:03d}a" for i in range(PAIRS)]
+            cpu0, children0, journald0, entries0, started, returned = burst(
+                figures, label, delete, ctl, daemon, sampler, 0, journald)
+            problems = settle_drift(ctl, daemon.socket_path)
+            time.sleep(2)
+            cpu1, children1 = proc_stat(daemon.pid)
+            figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
+            figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
+            figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
+            figures[f"{label}: netdevd journal entries"] = journal_entries(daemon.pid) - entries0
+            figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
+            figures[f"{label}: RSS after delete (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+            figures[f"{label}: drift against ip -j link/addr"] = len(problems)
+            for problem in problems[:10]:
+                print(f"  drift: {problem}", file=sys.stderr)
+        figures["peak RSS of the process (VmHWM, MiB)"] = round(proc_status(daemon.pid, "VmHWM"), 1)
+    finally:
+        if sampler:
+            sampler.stop()
+        daemon.stop()
+        subprocess.run(["ip", "-batch", "-"], input="".join(
+            f"link del nb{i:03d}a\n" for i in range(PAIRS)), text=True, capture_output=True)
+        if not options.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    width = max(len(name) for name in figures)
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")
+    if options.json:
+        with open(options.json, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
