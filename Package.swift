@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
         .target(
@@ -55,7 +56,13 @@ let package = Package(
         ),
         .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
         .target(name: "Netlink", swiftSettings: strict),
-        .target(name: "NetdevSession", dependencies: ["MobiusCore"], swiftSettings: strict),
+        // TreeDictionary: the model's tables are shared between the loop and its observers, so a change must not
+        // copy a whole table (a persistent hash tree copies only the path to the changed entry).
+        .target(
+            name: "NetdevSession",
+            dependencies: ["MobiusCore", .product(name: "HashTreeCollections", package: "swift-collections")],
+            swiftSettings: strict
+        ),
         .target(name: "Varlink", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",

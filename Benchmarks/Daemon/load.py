@@ -308,6 +308,7 @@ def main():
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
     options = parser.parse_args()
 
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
@@ -344,6 +345,10 @@ def main():
         figures["exec to READY=1, no links (ms)"] = round(daemon.ready_seconds() * 1000, 1)
         time.sleep(1)
         sampler = Sampler(daemon.pid)
+        if options.perf:
+            profiler = subprocess.Popen(
+                ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-p", str(daemon.pid), "-o",
+                 options.perf], stdout=subprocess.DEVNULL)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
         if options.idle_seconds > 0:
             wakeups, threads = idle(daemon.pid, options.idle_seconds)
@@ -413,6 +418,9 @@ def main():
             figures[f"{label}: drift against ip -j link/addr"] = len(problems)
             for problem in problems[:10]:
                 print(f"  drift: {problem}", file=sys.stderr)
+        if options.perf:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait()
         figures["peak RSS of the process (VmHWM, MiB)"] = round(proc_status(daemon.pid, "VmHWM"), 1)
     finally:
         if sampler:

@@ -17,6 +17,14 @@ public final class ControlService: @unchecked Sendable {
         var dispatch: Consumer<Event>?
         /// Calls that came before the first model, answered when it comes.
         var parked: [@Sendable (Model) -> Void] = []
+        /// Replies to calls without parameters, encoded once per change sequence (`GetState`, `ListLinks`,
+        /// `ListDevices` and the first reply of `Monitor`): at 1,000 links a query is a copy, not an encoding.
+        var replies: [CachedReply: (sequence: Int, bytes: [UInt8])] = [:]
+    }
+
+    /// The replies worth keeping: those every caller of a method without parameters gets.
+    private enum CachedReply: Hashable {
+        case state, links, devices
     }
 
     private let lock = NSLock()
@@ -80,7 +88,9 @@ public final class ControlService: @unchecked Sendable {
             description: Self.description,
             methods: [
                 "GetState": { [self] _, _, replier in
-                    withLatest { [self] model in reply(replier, ["state": StateReport(model)]) }
+                    withLatest { [self] model in
+                        replier.reply(encodedParameters: cached(.state, model) { ["state": StateReport($0)] })
+                    }
                 },
                 "ListLinks": { [self] call, _, replier in
                     let pattern = call.parameters["pattern"]
@@ -89,10 +99,13 @@ public final class ControlService: @unchecked Sendable {
                         return
                     }
                     withLatest { [self] model in
-                        let links = model.sortedLinks.filter { link in
-                            pattern?.stringValue.map { Glob.matches($0, link.name) } ?? true
+                        guard let glob = pattern?.stringValue else {
+                            replier.reply(
+                                encodedParameters: cached(.links, model) { ["links": $0.sortedLinks.map(LinkReport.init)] })
+                            return
                         }
-                        reply(replier, ["links": links.map(LinkReport.init)])
+                        let links = model.sortedLinks.filter { Glob.matches(glob, $0.name) }.map(LinkReport.init)
+                        replier.reply(encodedParameters: Self.encoded(["links": links]) ?? Self.emptyObject)
                     }
                 },
                 "ListDevices": { [self] call, _, replier in
@@ -102,10 +115,12 @@ public final class ControlService: @unchecked Sendable {
                         return
                     }
                     withLatest { [self] model in
-                        let devices = model.devices.values
-                            .filter { device in subsystem?.stringValue.map { $0 == device.subsystem } ?? true }
-                            .sorted { $0.syspath < $1.syspath }
-                        reply(replier, ["devices": devices.map(DeviceReport.init)])
+                        guard let subsystem = subsystem?.stringValue else {
+                            replier.reply(encodedParameters: cached(.devices, model) { ["devices": Self.devices($0)] })
+                            return
+                        }
+                        let devices = Self.devices(model).filter { $0.subsystem == subsystem }
+                        replier.reply(encodedParameters: Self.encoded(["devices": devices]) ?? Self.emptyObject)
                     }
                 },
                 "Monitor": { [self] call, _, replier in
@@ -116,9 +131,8 @@ public final class ControlService: @unchecked Sendable {
                     withLatest { [self] _ in
                         let key = ObjectIdentifier(replier)
                         withState { state in
-                            guard let model = state.latest,
-                                let report = Self.encoded(["state": StateReport(model)])
-                            else { return }
+                            guard let model = state.latest else { return }
+                            let report = Self.cached(.state, model, in: &state) { ["state": StateReport($0)] }
                             state.monitors[key] = (replier, model.changeSequence)
                             replier.reply(encodedParameters: report, continues: true)
                         }
@@ -154,12 +168,41 @@ public final class ControlService: @unchecked Sendable {
         if let model { body(model) }
     }
 
-    private func reply<Value: Encodable>(_ replier: VarlinkReplier, _ parameters: [String: Value]) {
-        var encoded: [String: JSONValue] = [:]
-        for (key, value) in parameters {
-            encoded[key] = try? JSONValue(encoding: value)
+    /// The reply `kind` for `model`: the one kept for its change sequence, or `parameters` encoded now and kept.
+    private func cached(
+        _ kind: CachedReply, _ model: Model, _ parameters: (Model) -> [String: some Encodable]
+    ) -> [UInt8] {
+        if let hit = withState({ state in state.replies[kind].flatMap { $0.sequence == model.changeSequence ? $0 : nil } })
+        {
+            return hit.bytes
         }
-        replier.reply(encoded)
+        // Encoded outside the lock, so a query at 1,000 links never holds up the loop's publishing.
+        let bytes = Self.encoded(parameters(model)) ?? Self.emptyObject
+        withState { state in
+            if (state.replies[kind]?.sequence ?? Int.min) < model.changeSequence {
+                state.replies[kind] = (model.changeSequence, bytes)
+            }
+        }
+        return bytes
+    }
+
+    /// ``cached(_:_:_:)`` for a caller that holds the lock already.
+    private static func cached(
+        _ kind: CachedReply, _ model: Model, in state: inout State, _ parameters: (Model) -> [String: some Encodable]
+    ) -> [UInt8] {
+        if let hit = state.replies[kind], hit.sequence == model.changeSequence {
+            return hit.bytes
+        }
+        let bytes = encoded(parameters(model)) ?? emptyObject
+        state.replies[kind] = (model.changeSequence, bytes)
+        return bytes
+    }
+
+    private static let emptyObject = Array("{}".utf8)
+
+    /// Every device, by sysfs path.
+    private static func devices(_ model: Model) -> [DeviceReport] {
+        model.devices.values.sorted { $0.syspath < $1.syspath }.map(DeviceReport.init)
     }
 
     static let description = """

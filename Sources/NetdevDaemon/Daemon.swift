@@ -58,11 +58,24 @@ public final class Daemon: Sendable {
     /// Runs until the session exits; returns the exit status. Start-up problems (no netlink socket) are logged
     /// and give status 1.
     public func run() -> Int32 {
+        let configuration: Configuration
+        switch ConfigurationLoader(mainFile: options.configurationFile).load() {
+        case .loaded(let loaded, let warnings):
+            configuration = loaded
+            for warning in warnings { log(4, warning.description) }
+        case .rejected(let errors):
+            for error in errors { log(3, error.description) }
+            log(3, "netdevd cannot start with this configuration; fix the errors above")
+            return 1
+        }
+
         let monitor: UdevMonitor
         let watcher: RouteWatcher
         do {
+            // Only the tracked subsystems' uevents reach netdevd (a socket filter); a reload that changes them
+            // changes the filter before it re-enumerates.
             monitor = try UdevMonitor(
-                source: options.udevSource, subsystems: [],
+                source: options.udevSource, subsystems: configuration.trackedSubsystems,
                 receiveBufferBytes: Int32(clamping: options.receiveBufferBytes))
             watcher = try RouteWatcher(receiveBufferBytes: options.receiveBufferBytes)
         } catch {
@@ -84,17 +97,6 @@ public final class Daemon: Sendable {
                     + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
         }
 
-        let configuration: Configuration
-        switch ConfigurationLoader(mainFile: options.configurationFile).load() {
-        case .loaded(let loaded, let warnings):
-            configuration = loaded
-            for warning in warnings { log(4, warning.description) }
-        case .rejected(let errors):
-            for error in errors { log(3, error.description) }
-            log(3, "netdevd cannot start with this configuration; fix the errors above")
-            return 1
-        }
-
         let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
         var sources = CompositeEventSourceBuilder<Event>()
             .addEventSource(ReadableEventSource.udev(monitor, queue: ioQueue, problem: problem))
@@ -107,7 +109,7 @@ public final class Daemon: Sendable {
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
             log: { [weak self] entry in self?.send(entry) })
         let timers = Timers(queue: ioQueue)
-        let effects = EffectHandlers(daemon: self, hooks: hooks, timers: timers, ioQueue: ioQueue)
+        let effects = EffectHandlers(daemon: self, monitor: monitor, hooks: hooks, timers: timers, ioQueue: ioQueue)
         var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
             .withEventSource(sources.build())
         let recorder = options.recordFile.flatMap(EventRecorder.init(path:))

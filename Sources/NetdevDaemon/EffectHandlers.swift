@@ -17,7 +17,7 @@ struct EffectHandlers: Sendable {
         notifyQueue.sync {}
     }
 
-    init(daemon: Daemon, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
+    init(daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
         let journalQueue = journalQueue
@@ -31,7 +31,13 @@ struct EffectHandlers: Sendable {
         }
         router = EffectRouter<Effect, Event>()
             .routeCase(\.enumerate).on(queue: ioQueue).toEvent { generation, subsystems in
-                Self.enumerate(generation: generation, subsystems: subsystems)
+                // The monitor's filter first, so no uevent of a newly tracked subsystem falls between the two.
+                do {
+                    try monitor.filter(subsystems: subsystems)
+                } catch {
+                    daemon.log(4, "The udev monitor keeps its old subsystem filter: \(error)")
+                }
+                return Self.enumerate(generation: generation, subsystems: subsystems)
             }
             // The journal on its own serial queue too: sd_journal_sendv blocks while journald's socket is full.
             .routeCase(\.log).on(queue: journalQueue).to { entry in daemon.write(entry) }

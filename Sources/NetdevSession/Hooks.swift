@@ -1,3 +1,5 @@
+public import HashTreeCollections
+
 /// What a hook run is about: one link or one device. Runs of one subject are serial and in order.
 public enum HookSubject: Codable, Sendable, Hashable, CustomStringConvertible {
     /// A link, by index (names can change).
@@ -132,9 +134,9 @@ public enum HookExitStatus: Codable, Sendable, Equatable {
 /// and at most `parallelism` subjects running at once. Pure bookkeeping, no I/O.
 public struct HookQueue: Codable, Sendable, Equatable {
     /// Runs in progress, by subject.
-    public var running: [HookSubject: HookRun] = [:]
+    public var running: TreeDictionary<HookSubject, HookRun> = [:]
     /// The next run per subject, waiting for the subject's current run or for a free slot.
-    public var waiting: [HookSubject: HookRun] = [:]
+    public var waiting: TreeDictionary<HookSubject, HookRun> = [:]
     /// Subjects in the order their waiting runs were queued, so slots are given out fairly.
     public var order: [HookSubject] = []
 

@@ -1,3 +1,5 @@
+import HashTreeCollections
+
 /// Enumeration, lost events, reload and stop: the session lifecycle of DESIGN.md.
 extension Transition {
     /// The snapshot arrived: replay what was buffered on it, then become ready (first time) or announce what
@@ -9,8 +11,8 @@ extension Transition {
         let previous = PreviousState(everythingIn: model)
         stateTouched = true
         let tracked = Set(model.configuration.trackedSubsystems)
-        model.links = Dictionary(snapshot.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        model.devices = Dictionary(
+        model.links = TreeDictionary(snapshot.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        model.devices = TreeDictionary(
             snapshot.devices.filter { tracked.contains($0.subsystem) }.map { ($0.syspath, $0) },
             uniquingKeysWith: { _, last in last }
         )

@@ -1,3 +1,5 @@
+public import HashTreeCollections
+
 /// Where a session is in its life. All transitions are decided by ``Session/update(_:_:)``:
 /// `starting → enumerating → running ⇄ resyncing`, `running → reloading → running`, any → `stopping → stopped`.
 public enum Phase: String, Codable, Sendable, CaseIterable {
@@ -17,10 +19,8 @@ public enum Phase: String, Codable, Sendable, CaseIterable {
     case stopped
 }
 
-/// Counts an operator asks about: how busy, how many resyncs, how many stale hook runs dropped.
+/// Counts an operator asks about: how many resyncs, how many stale hook runs dropped, how many hook runs.
 public struct Counters: Codable, Sendable, Equatable {
-    /// Events processed.
-    public var events = 0
     /// Re-enumerations after lost events.
     public var resyncs = 0
     /// Queued hook runs dropped because newer state of the same subject replaced them.
@@ -36,15 +36,33 @@ public struct Counters: Codable, Sendable, Equatable {
 
 /// All the state a session decides from. Any valid model is a valid starting point: ``Session/initiate(_:)``
 /// re-reads the kernel's state from it.
+///
+/// The loop, its observers and the control plane all hold models, so the tables are persistent hash trees: a
+/// change to one link copies a few tree nodes, never the whole table. The online state is kept as a tally that
+/// each link change adjusts, so no event costs a pass over all links; setting ``links`` or ``configuration`` as
+/// a whole recounts it.
 public struct Model: Codable, Sendable, Equatable {
     /// Where the session is in its life.
     public var phase: Phase
     /// The configuration in force.
-    public var configuration: Configuration
-    /// Links by interface index.
-    public var links: [Int32: Link]
+    public var configuration: Configuration {
+        get { storedConfiguration }
+        set {
+            storedConfiguration = newValue
+            online = OnlineTally(links: storedLinks.values, configuration: newValue)
+        }
+    }
+    /// Links by interface index. Setting it (or a subscript of it) recounts the online state; the session changes
+    /// links through ``setLink(_:at:)``, which adjusts it.
+    public var links: TreeDictionary<Int32, Link> {
+        get { storedLinks }
+        set {
+            storedLinks = newValue
+            online = OnlineTally(links: newValue.values, configuration: storedConfiguration)
+        }
+    }
     /// Devices of the tracked subsystems by sysfs path.
-    public var devices: [String: Device]
+    public var devices: TreeDictionary<String, Device>
     /// Events that arrived while enumerating or resyncing, replayed on the snapshot, in order.
     public var buffered: [Event]
     /// The generation of the enumeration being waited for; older answers are ignored.
@@ -64,11 +82,17 @@ public struct Model: Codable, Sendable, Equatable {
     /// Increases whenever links, devices, the phase or the configuration change: clients see gaps in it.
     public var changeSequence: Int
 
+    private var storedConfiguration: Configuration
+    private var storedLinks: TreeDictionary<Int32, Link>
+    /// What ``onlineState`` follows from, always equal to a count over ``links`` under ``configuration``.
+    private var online: OnlineTally
+
     /// A session about to start, with `configuration`.
     public init(configuration: Configuration = Configuration()) {
         phase = .starting
-        self.configuration = configuration
-        links = [:]
+        storedConfiguration = configuration
+        storedLinks = [:]
+        online = OnlineTally(links: [], configuration: configuration)
         devices = [:]
         buffered = []
         enumerationGeneration = 0
@@ -81,19 +105,119 @@ public struct Model: Codable, Sendable, Equatable {
         changeSequence = 0
     }
 
+    /// Replaces the link at `index`, or removes it when `link` is `nil`, adjusting the online tally: O(log n).
+    public mutating func setLink(_ link: Link?, at index: Int32) {
+        if let old = storedLinks[index] {
+            online.count(old, under: storedConfiguration, as: -1)
+        }
+        storedLinks[index] = link
+        if let link {
+            online.count(link, under: storedConfiguration, as: 1)
+        }
+    }
+
     /// The host's online state under the configuration.
     public var onlineState: OnlineState {
-        OnlineEvaluation.state(of: links.values, configuration: configuration)
+        online.state(under: storedConfiguration)
     }
 
     /// Links sorted by index, for listings.
     public var sortedLinks: [Link] {
-        links.values.sorted { $0.index < $1.index }
+        storedLinks.values.sorted { $0.index < $1.index }
     }
 
     /// The link called `name`, if any.
     public func link(named name: String) -> Link? {
-        links.values.first { $0.name == name }
+        storedLinks.values.first { $0.name == name }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
+        case hooks, nextHookRunID, debouncing, counters, changeSequence
+    }
+
+    /// Decodes a model; the online tally is counted from the links.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        phase = try container.decode(Phase.self, forKey: .phase)
+        storedConfiguration = try container.decode(Configuration.self, forKey: .configuration)
+        storedLinks = try container.decode(TreeDictionary<Int32, Link>.self, forKey: .links)
+        online = OnlineTally(links: storedLinks.values, configuration: storedConfiguration)
+        devices = try container.decode(TreeDictionary<String, Device>.self, forKey: .devices)
+        buffered = try container.decode([Event].self, forKey: .buffered)
+        enumerationGeneration = try container.decode(Int.self, forKey: .enumerationGeneration)
+        reloadPending = try container.decode(Bool.self, forKey: .reloadPending)
+        reloadInFlight = try container.decode(Bool.self, forKey: .reloadInFlight)
+        hooks = try container.decode(HookQueue.self, forKey: .hooks)
+        nextHookRunID = try container.decode(Int.self, forKey: .nextHookRunID)
+        debouncing = try container.decode([HookSubject: OperationalState].self, forKey: .debouncing)
+        counters = try container.decode(Counters.self, forKey: .counters)
+        changeSequence = try container.decode(Int.self, forKey: .changeSequence)
+    }
+
+    /// Encodes the model without its tally (which follows from the links).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(phase, forKey: .phase)
+        try container.encode(storedConfiguration, forKey: .configuration)
+        try container.encode(storedLinks, forKey: .links)
+        try container.encode(devices, forKey: .devices)
+        try container.encode(buffered, forKey: .buffered)
+        try container.encode(enumerationGeneration, forKey: .enumerationGeneration)
+        try container.encode(reloadPending, forKey: .reloadPending)
+        try container.encode(reloadInFlight, forKey: .reloadInFlight)
+        try container.encode(hooks, forKey: .hooks)
+        try container.encode(nextHookRunID, forKey: .nextHookRunID)
+        try container.encode(debouncing, forKey: .debouncing)
+        try container.encode(counters, forKey: .counters)
+        try container.encode(changeSequence, forKey: .changeSequence)
+    }
+}
+
+/// The counts the online state follows from, adjusted one link at a time: how many candidate links (not loopback,
+/// not ignored) reach the minimum state, and per required interface how many match it and how many of those reach
+/// its state. Contract: after any sequence of `count` calls that adds each link of a set once (and removes what
+/// it replaced), ``state(under:)`` equals ``OnlineEvaluation/state(of:configuration:)`` over that set.
+struct OnlineTally: Sendable, Equatable {
+    private var satisfying = 0
+    private var matching: [Int]
+    private var satisfied: [Int]
+
+    init(links: some Sequence<Link>, configuration: Configuration) {
+        matching = Array(repeating: 0, count: configuration.requiredInterfaces.count)
+        satisfied = matching
+        for link in links {
+            count(link, under: configuration, as: 1)
+        }
+    }
+
+    /// Adds (`sign` 1) or removes (`sign` -1) what `link` contributes.
+    mutating func count(_ link: Link, under configuration: Configuration, as sign: Int) {
+        guard !link.state.isLoopback && !configuration.ignores(link.name) else { return }
+        if configuration.requiredInterfaces.isEmpty {
+            if OnlineEvaluation.satisfies(link, configuration.minimumOperationalState, configuration) {
+                satisfying += sign
+            }
+            return
+        }
+        for (position, requirement) in configuration.requiredInterfaces.enumerated()
+        where Glob.matches(requirement.pattern, link.name) {
+            matching[position] += sign
+            let minimum = requirement.minimumState ?? configuration.minimumOperationalState
+            if OnlineEvaluation.satisfies(link, minimum, configuration) {
+                satisfied[position] += sign
+            }
+        }
+    }
+
+    func state(under configuration: Configuration) -> OnlineState {
+        if configuration.requiredInterfaces.isEmpty {
+            return satisfying > 0 ? .online : .offline
+        }
+        let met = zip(matching, satisfied).filter { matching, satisfied in matching > 0 && satisfied == matching }
+            .count
+        if met == configuration.requiredInterfaces.count { return .online }
+        return met > 0 ? .partial : .offline
     }
 }
 

@@ -35,7 +35,6 @@ public enum Session {
     /// Answers `event` on `model`.
     public static func update(_ model: Model, _ event: Event) -> Next<Model, Effect> {
         var context = Transition(model)
-        context.model.counters.events += 1
         switch event {
         case .enumerated(let generation, let snapshot):
             context.finishEnumeration(generation: generation, snapshot: snapshot)
@@ -57,9 +56,8 @@ public enum Session {
         case .configurationRejected(let diagnostics):
             context.configurationRejected(diagnostics)
         case .watchdogTick:
-            if context.model.phase != .stopped {
-                context.effects.append(.notify([.watchdog]))
-            }
+            // Not a model change: no new model is published, so observers are not woken every tick.
+            return model.phase == .stopped ? .noChange : .dispatchEffects([.notify([.watchdog])])
         case .timerFired(let timer):
             context.timerFired(timer)
         case .hookRunFinished(let result):
@@ -87,8 +85,15 @@ struct Transition {
         self.model = model
     }
 
+    /// The event changed nothing in the model (a uevent of an untracked subsystem, a state the model already
+    /// holds): `next` then publishes no model.
+    var unchanged = false
+
     /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change.
     var next: Next<Model, Effect> {
+        if unchanged {
+            return effects.isEmpty ? .noChange : .dispatchEffects(effects)
+        }
         var model = self.model
         if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore {
             model.changeSequence = sequenceBefore + 1

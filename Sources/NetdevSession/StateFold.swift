@@ -1,3 +1,5 @@
+import HashTreeCollections
+
 /// How link, address, route and device events change the model's state, with no announcements: the fold that
 /// both the live path and the replay after an enumeration use, and that tests compare against.
 public enum StateFold {
@@ -13,41 +15,46 @@ public enum StateFold {
         switch event {
         case .linkChanged(let state):
             if var link = model.links[state.index] {
+                guard link.state != state else { break }
                 link.state = state
-                model.links[state.index] = link
+                model.setLink(link, at: state.index)
             } else {
-                model.links[state.index] = Link(state: state)
+                model.setLink(Link(state: state), at: state.index)
             }
         case .linkRemoved(let index):
-            model.links[index] = nil
+            model.setLink(nil, at: index)
         case .addressAdded(let index, let address):
             guard var link = model.links[index] else { break }
             if let existing = link.addresses.firstIndex(where: { sameAddress($0, address) }) {
+                guard link.addresses[existing] != address else { break }
                 link.addresses[existing] = address
             } else {
                 link.addresses.append(address)
             }
-            model.links[index] = link
+            model.setLink(link, at: index)
         case .addressRemoved(let index, let address):
-            guard var link = model.links[index] else { break }
-            link.addresses.removeAll { sameAddress($0, address) }
-            model.links[index] = link
-        case .defaultRouteAdded(let index, let route):
-            guard var link = model.links[index] else { break }
-            if !link.defaultRoutes.contains(route) {
-                link.defaultRoutes.append(route)
+            guard var link = model.links[index], link.addresses.contains(where: { sameAddress($0, address) }) else {
+                break
             }
-            model.links[index] = link
+            link.addresses.removeAll { sameAddress($0, address) }
+            model.setLink(link, at: index)
+        case .defaultRouteAdded(let index, let route):
+            guard var link = model.links[index], !link.defaultRoutes.contains(route) else { break }
+            link.defaultRoutes.append(route)
+            model.setLink(link, at: index)
         case .defaultRouteRemoved(let index, let route):
-            guard var link = model.links[index] else { break }
+            guard var link = model.links[index], link.defaultRoutes.contains(route) else { break }
             link.defaultRoutes.removeAll { $0 == route }
-            model.links[index] = link
+            model.setLink(link, at: index)
         case .deviceChanged(let device, _):
-            if model.configuration.trackedSubsystems.contains(device.subsystem) {
+            if model.configuration.trackedSubsystems.contains(device.subsystem) && model.devices[device.syspath] != device
+            {
                 model.devices[device.syspath] = device
             }
         case .deviceRemoved(let syspath):
-            model.devices[syspath] = nil
+            if model.devices[syspath] != nil {
+                model.devices[syspath] = nil
+            }
         default:
             break
         }
@@ -80,8 +87,8 @@ enum ChangeScope {
 /// What announcements compare against: the part of the model before a change that the change can have touched
 /// (one link or device for a live event, everything for a resync), and the online state.
 struct PreviousState {
-    var links: [Int32: Link]
-    var devices: [String: Device]
+    var links: TreeDictionary<Int32, Link>
+    var devices: TreeDictionary<String, Device>
     var onlineState: OnlineState
 
     init(scope: ChangeScope, of model: Model) {
@@ -133,6 +140,8 @@ extension Transition {
             }
             if stateTouched {
                 announceChanges(from: previous, hooks: hooks, in: scope)
+            } else {
+                unchanged = true
             }
         }
     }

@@ -62,8 +62,11 @@ public struct UdevBatch: Sendable, Equatable {
 public final class UdevMonitor: Sendable {
     /// The source in use: `udev` or `kernel`, never `auto` (which is resolved when the monitor is made).
     public let source: UdevSource
-    /// The subsystems it listens to; empty means all.
-    public let subsystems: [String]
+    /// The subsystems it listens to; empty means all. The kernel (or udevd) filters them out before they are
+    /// copied to netdevd, with a socket filter that libudev installs.
+    public var subsystems: [String] {
+        handle.withLock { $0.subsystems }
+    }
     /// The monitor's socket, for a Dispatch read source. Owned by the monitor.
     public let fileDescriptor: Int32
     /// Whether the receive buffer could be raised to the size asked for (it needs CAP_NET_ADMIN past rmem_max).
@@ -79,13 +82,7 @@ public final class UdevMonitor: Sendable {
     ) throws(UdevError) {
         let resolved = source == .auto ? UdevSource.resolvedAuto() : source
         let handle = try MonitorHandle(source: resolved)
-        for subsystem in subsystems {
-            let result = udev_monitor_filter_add_match_subsystem_devtype(handle.monitor, subsystem, nil)
-            guard result >= 0 else {
-                throw UdevError(
-                    operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
-            }
-        }
+        try handle.filter(subsystems: subsystems, install: false)
         // Raising the buffer past rmem_max needs CAP_NET_ADMIN; without it the monitor works with the default
         // buffer (and reports overflows, as always), so this is not a reason to fail.
         receiveBufferRaised = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes) >= 0
@@ -94,9 +91,17 @@ public final class UdevMonitor: Sendable {
             throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)
         }
         self.source = resolved
-        self.subsystems = subsystems
         self.fileDescriptor = udev_monitor_get_fd(handle.monitor)
         self.handle = Mutex(handle)
+    }
+
+    /// Listens to `subsystems` from now on (all when empty); events of others already queued may still arrive.
+    public func filter(subsystems: [String]) throws(UdevError) {
+        let outcome: Result<Void, UdevError> = handle.withLock { handle in
+            guard handle.subsystems != subsystems else { return .success(()) }
+            return Result { () throws(UdevError) in try handle.filter(subsystems: subsystems, install: true) }
+        }
+        try outcome.get()
     }
 
     /// Sets the socket's receive buffer (for tests that provoke an overflow with a small one).
@@ -136,6 +141,23 @@ public final class UdevMonitor: Sendable {
 final class MonitorHandle {
     let context: OpaquePointer
     let monitor: OpaquePointer
+    private(set) var subsystems: [String] = []
+
+    /// Matches `subsystems` only; `install` applies the new filter to a monitor that is already receiving.
+    func filter(subsystems: [String], install: Bool) throws(UdevError) {
+        udev_monitor_filter_remove(monitor)
+        for subsystem in subsystems {
+            let result = udev_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nil)
+            guard result >= 0 else {
+                throw UdevError(operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
+            }
+        }
+        if install {
+            let result = udev_monitor_filter_update(monitor)
+            guard result >= 0 else { throw UdevError(operation: "udev_monitor_filter_update", errno: -result) }
+        }
+        self.subsystems = subsystems
+    }
 
     init(source: UdevSource) throws(UdevError) {
         guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }

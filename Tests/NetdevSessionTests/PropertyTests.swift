@@ -32,7 +32,12 @@ struct Simulation {
     init(seed: UInt64) {
         random = SeededGenerator(seed: seed)
         truth = [1: Fixture.loopback]
-        let first = Session.initiate(Model(configuration: Configuration(hookParallelism: 2)))
+        // Odd seeds require interfaces, so the online tally's per-requirement counts are exercised too.
+        let required =
+            seed % 2 == 0
+            ? [] : [InterfaceRequirement(pattern: "eth[23]"), InterfaceRequirement(pattern: "eth4", minimumState: .degraded)]
+        let first = Session.initiate(
+            Model(configuration: Configuration(requiredInterfaces: required, hookParallelism: 2)))
         model = first.model
         observe(first.effects, before: .starting)
     }
@@ -63,6 +68,10 @@ struct Simulation {
             default:
                 break
             }
+        }
+        let counted = OnlineEvaluation.state(of: model.links.values, configuration: model.configuration)
+        if model.onlineState != counted {
+            failures.append("online state \(model.onlineState) from the tally, \(counted) from the links")
         }
         let running = Set(model.hooks.running.values.map(\.id))
         if !running.isSubset(of: Set(outstandingRuns.keys)) {
@@ -195,7 +204,9 @@ struct PropertyTests {
             let context = "seed \(seed)"
             #expect(simulation.failures.isEmpty, "\(context): \(simulation.failures)")
             if simulation.model.phase == .running {
-                #expect(simulation.model.links == simulation.truth, "\(context): the model drifted from the kernel")
+                #expect(
+                    Dictionary(uniqueKeysWithValues: simulation.model.links.map { ($0.key, $0.value) })
+                        == simulation.truth, "\(context): the model drifted from the kernel")
             }
             let unaccounted = simulation.outstandingRuns.keys.filter { !simulation.cancelledRuns.contains($0) }
             #expect(unaccounted.isEmpty, "\(context): runs never finished or cancelled: \(unaccounted)")

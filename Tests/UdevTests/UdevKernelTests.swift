@@ -39,6 +39,24 @@ struct UdevKernelTests {
         }
     }
 
+    @Test(
+        "the subsystem filter drops other subsystems' uevents before they are read, and can be changed",
+        arguments: [UdevSource.udev, .kernel])
+    func subsystemFilter(source: UdevSource) throws {
+        let monitor = try UdevMonitor(source: source, subsystems: ["block"])
+        try ip("link", "add", "ufil0", "type", "veth", "peer", "name", "ufil1")
+        _ = try? run("udevadm", "settle", "-t", "5")
+        usleep(200_000)
+        // A veth pair's uevents are of `net` and `queues`: none may come through a `block` filter.
+        #expect(try monitor.readAvailable().devices.isEmpty)
+        try monitor.filter(subsystems: ["net"])
+        #expect(monitor.subsystems == ["net"])
+        try ip("link", "del", "ufil0")
+        let removed = try collect(monitor, prefix: "ufil", count: 2)
+        #expect(removed.map(\.action) == ["remove", "remove"])
+        #expect(removed.allSatisfy { $0.subsystem == "net" })
+    }
+
     @Test("a tap device appears to the monitor and the enumerator")
     func tapAndEnumeration() throws {
         let monitor = try UdevMonitor(source: .udev, subsystems: ["net"])
