@@ -101,7 +101,9 @@ public final class ControlService: @unchecked Sendable {
                     withLatest { [self] model in
                         guard let glob = pattern?.stringValue else {
                             replier.reply(
-                                encodedParameters: cached(.links, model) { ["links": $0.sortedLinks.map(LinkReport.init)] })
+                                encodedParameters: cached(.links, model) {
+                                    ["links": $0.sortedLinks.map(LinkReport.init)]
+                                })
                             return
                         }
                         let links = model.sortedLinks.filter { Glob.matches(glob, $0.name) }.map(LinkReport.init)
@@ -172,8 +174,8 @@ public final class ControlService: @unchecked Sendable {
     private func cached(
         _ kind: CachedReply, _ model: Model, _ parameters: (Model) -> [String: some Encodable]
     ) -> [UInt8] {
-        if let hit = withState({ state in state.replies[kind].flatMap { $0.sequence == model.changeSequence ? $0 : nil } })
-        {
+        let hit = withState { state in state.replies[kind] }
+        if let hit, hit.sequence == model.changeSequence {
             return hit.bytes
         }
         // Encoded outside the lock, so a query at 1,000 links never holds up the loop's publishing.

@@ -45,8 +45,11 @@ extension Transition {
         model.nextHookRunID += 1
         if let stale = model.hooks.waiting[subject] {
             model.counters.staleHookRunsDropped += 1
+            model.hooks.droppedSinceSummary += 1
+            // One line per drop only at debug: a burst drops thousands. The journal gets a count once the queue
+            // is idle (summariseDrops).
             log(
-                6, .hookRunDropped,
+                7, .hookRunDropped,
                 "Dropped the queued \(stale.event.rawValue) hook run for \(stale.subjectName): newer state replaced it",
                 [
                     LogField(LogField.Name.hookEvent, stale.event.rawValue),
@@ -107,6 +110,23 @@ extension Transition {
             return
         }
         startWaitingRuns()
+        summariseDrops()
+    }
+
+    /// Once nothing runs or waits, one journal entry counts the runs dropped as stale since the last one.
+    mutating func summariseDrops() {
+        guard model.hooks.isIdle, model.hooks.droppedSinceSummary > 0 else { return }
+        let dropped = model.hooks.droppedSinceSummary
+        model.hooks.droppedSinceSummary = 0
+        log(
+            6, .hookRunDropped,
+            "Dropped \(dropped) queued hook run(s) that newer state of the same subject replaced before they ran "
+                + "(\(model.counters.staleHookRunsDropped) since start)",
+            [
+                LogField(LogField.Name.hookRunsDropped, String(dropped)),
+                LogField(LogField.Name.staleHookRunsDropped, String(model.counters.staleHookRunsDropped)),
+            ]
+        )
     }
 
     private func describe(_ status: HookExitStatus) -> String {

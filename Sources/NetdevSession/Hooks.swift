@@ -139,6 +139,8 @@ public struct HookQueue: Codable, Sendable, Equatable {
     public var waiting: TreeDictionary<HookSubject, HookRun> = [:]
     /// Subjects in the order their waiting runs were queued, so slots are given out fairly.
     public var order: [HookSubject] = []
+    /// Stale runs dropped since the journal last summarised them (once the queue is idle).
+    public var droppedSinceSummary = 0
 
     /// An empty queue.
     public init() {}

@@ -103,7 +103,8 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .deviceRemoved: "A device of a tracked subsystem disappeared."
         case .deviceChanged: "A device of a tracked subsystem changed."
         case .onlineStateChanged: "The host's online state (offline, partial, online) changed."
-        case .hookRunDropped: "A queued hook run was dropped because newer state of the same subject replaced it."
+        case .hookRunDropped:
+            "Queued hook runs were dropped because newer state of the same subject replaced them before they ran."
         case .hookRunFinished: "The hooks for an event ran and exited successfully."
         case .hookRunFailed: "A hook exited with an error, was killed, or timed out."
         case .hookRunsCancelled: "Running hooks were cancelled because the stop timeout passed."
@@ -135,7 +136,7 @@ extension MessageKind {
         case .deviceRemoved: "Device disappeared"
         case .deviceChanged: "Device changed"
         case .onlineStateChanged: "The host's online state changed"
-        case .hookRunDropped: "A queued hook run was dropped"
+        case .hookRunDropped: "Queued hook runs were dropped"
         case .hookRunFinished: "Hooks ran"
         case .hookRunFailed: "A hook failed"
         case .hookRunsCancelled: "Running hooks were cancelled"
@@ -250,5 +251,9 @@ public struct LogField: Codable, Sendable, Equatable {
         public static let configFile = "NETDEVD_CONFIG_FILE"
         /// A configuration line.
         public static let configLine = "NETDEVD_CONFIG_LINE"
+        /// Stale hook runs dropped since the previous summary.
+        public static let hookRunsDropped = "NETDEVD_HOOK_RUNS_DROPPED"
+        /// Stale hook runs dropped since start.
+        public static let staleHookRunsDropped = "NETDEVD_STALE_HOOK_RUNS_DROPPED"
     }
 }

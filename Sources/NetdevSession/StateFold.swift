@@ -47,7 +47,8 @@ public enum StateFold {
             link.defaultRoutes.removeAll { $0 == route }
             model.setLink(link, at: index)
         case .deviceChanged(let device, _):
-            if model.configuration.trackedSubsystems.contains(device.subsystem) && model.devices[device.syspath] != device
+            if model.configuration.trackedSubsystems.contains(device.subsystem)
+                && model.devices[device.syspath] != device
             {
                 model.devices[device.syspath] = device
             }

@@ -149,7 +149,8 @@ final class MonitorHandle {
         for subsystem in subsystems {
             let result = udev_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nil)
             guard result >= 0 else {
-                throw UdevError(operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
+                throw UdevError(
+                    operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
             }
         }
         if install {

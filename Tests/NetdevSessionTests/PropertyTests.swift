@@ -35,7 +35,11 @@ struct Simulation {
         // Odd seeds require interfaces, so the online tally's per-requirement counts are exercised too.
         let required =
             seed % 2 == 0
-            ? [] : [InterfaceRequirement(pattern: "eth[23]"), InterfaceRequirement(pattern: "eth4", minimumState: .degraded)]
+            ? []
+            : [
+                InterfaceRequirement(pattern: "eth[23]"),
+                InterfaceRequirement(pattern: "eth4", minimumState: .degraded),
+            ]
         let first = Session.initiate(
             Model(configuration: Configuration(requiredInterfaces: required, hookParallelism: 2)))
         model = first.model
