@@ -55,6 +55,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
+        // Declarations of Linux's C library that Glibc's module leaves out (pidfd_open).
+        .target(name: "CLinux"),
         .target(name: "Netlink", swiftSettings: strict),
         // TreeDictionary: the model's tables are shared between the loop and its observers, so a change must not
         // copy a whole table (a persistent hash tree copies only the path to the changed entry).
@@ -66,7 +68,7 @@ let package = Package(
         .target(name: "Varlink", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
-            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink"],
+            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink", "CLinux"],
             swiftSettings: strict
         ),
         .target(

@@ -9,18 +9,20 @@ import Udev
 struct EffectHandlers: Sendable {
     let router: EffectRouter<Effect, Event>
     private let notifyQueue = DispatchQueue(label: "netdevd.notify")
-    private let journalQueue = DispatchQueue(label: "netdevd.journal")
+    private let journal: JournalQueue
 
     /// Waits until every journal entry and notification queued so far has been sent.
     func drain() {
-        journalQueue.sync {}
+        journal.drain()
         notifyQueue.sync {}
     }
 
     init(daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
-        let journalQueue = journalQueue
+        let maximumPriority = daemon.options.maximumPriority
+        let journal = JournalQueue { entry, names in daemon.write(entry, names: names) }
+        self.journal = journal
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
                 acceptClosure: { timer in
@@ -39,8 +41,10 @@ struct EffectHandlers: Sendable {
                 }
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
-            // The journal on its own serial queue too: sd_journal_sendv blocks while journald's socket is full.
-            .routeCase(\.log).on(queue: journalQueue).to { entry in daemon.write(entry) }
+            // The journal on its own queue too: sd_journal_sendv blocks while journald's socket is full.
+            .routeCase(\.log).to { entry in
+                if entry.priority <= maximumPriority { journal.append(entry) }
+            }
             // Its own serial queue: sd_notify blocks while the manager's queue is full, and the loop must not.
             .routeCase(\.notify).on(queue: notifyQueue).to { notifications in daemon.notify(notifications) }
             .routeCase(\.loadConfiguration).on(queue: ioQueue).toEvent { _ in

@@ -34,8 +34,10 @@ public final class HookRunner: Sendable {
     /// How long a hook has between SIGTERM and SIGKILL.
     public let killGrace: DispatchTimeInterval
     private let log: @Sendable (JournalEntry) -> Void
-    private let cancelled = Mutex<Set<Int>>([])
-    private let queue = DispatchQueue(label: "netdevd.hooks", attributes: .concurrent)
+    /// The runs in progress, by id (for ``cancel(_:)``).
+    private let executions = Mutex<[Int: RunExecution]>([:])
+    /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks.
+    fileprivate let queue = DispatchQueue(label: "netdevd.hooks")
 
     /// A runner over `directories` that hands each hook's output to `log` as a journal entry.
     public init(
@@ -83,47 +85,42 @@ public final class HookRunner: Sendable {
         return nil
     }
 
-    /// Runs every hook for `run` on a thread of the runner's, then calls `finished` with the result.
+    /// Runs every hook for `run`, one after another, then calls `finished` with the result (on the runner's
+    /// queue). No thread waits for a hook: see ``HookProcess``.
     public func start(
         _ run: HookRun,
         timeoutMilliseconds: Int,
         finished: @escaping @Sendable (HookRunResult) -> Void
     ) {
-        queue.async {
-            finished(self.execute(run, timeoutMilliseconds: timeoutMilliseconds))
+        queue.async { [self] in
+            let execution = RunExecution(
+                run: run, hooks: hooks(), environment: Self.environment(for: run),
+                timeoutMilliseconds: timeoutMilliseconds, runner: self
+            ) { [self] result in
+                executions.withLock { _ = $0.removeValue(forKey: run.id) }
+                finished(result)
+            }
+            executions.withLock { $0[run.id] = execution }
+            execution.advance()
         }
     }
 
     /// Stops the hooks of these runs (SIGTERM, then SIGKILL); hooks not yet started in them are skipped.
     public func cancel(_ runIDs: [Int]) {
-        cancelled.withLock { $0.formUnion(runIDs) }
+        queue.async { [self] in
+            let cancelled = executions.withLock { running in runIDs.compactMap { running[$0] } }
+            for execution in cancelled { execution.cancel() }
+        }
     }
 
-    func execute(_ run: HookRun, timeoutMilliseconds: Int) -> HookRunResult {
-        var outcomes: [HookOutcome] = []
-        let environment = Self.environment(for: run)
-        for hook in hooks() {
-            if cancelled.withLock({ $0.contains(run.id) }) {
-                outcomes.append(HookOutcome(name: hook.name, status: .notStarted("cancelled"), durationMilliseconds: 0))
-                continue
-            }
-            if let refusal = hook.refusal {
-                outcomes.append(HookOutcome(name: hook.name, status: .notStarted(refusal), durationMilliseconds: 0))
-                continue
-            }
-            let outcome = spawn(hook, run: run, environment: environment, timeoutMilliseconds: timeoutMilliseconds)
-            if !outcome.outputTail.isEmpty {
-                var entry = JournalEntry(
-                    message: outcome.outputTail, priority: outcome.status == .exited(0) ? .info : .warning)
-                entry.append(.syslogIdentifier, hook.name)
-                entry.append(.normalizing("NETDEVD_HOOK_RUN"), String(run.id))
-                entry.append(.normalizing("NETDEVD_HOOK_EVENT"), run.event.rawValue)
-                log(entry)
-            }
-            outcomes.append(outcome)
-        }
-        cancelled.withLock { _ = $0.remove(run.id) }
-        return HookRunResult(runID: run.id, hooks: outcomes)
+    /// Writes a hook's output to the journal under the hook's name.
+    fileprivate func logOutput(of outcome: HookOutcome, in run: HookRun) {
+        guard !outcome.outputTail.isEmpty else { return }
+        var entry = JournalEntry(message: outcome.outputTail, priority: outcome.status == .exited(0) ? .info : .warning)
+        entry.append(.syslogIdentifier, outcome.name)
+        entry.append(.normalizing("NETDEVD_HOOK_RUN"), String(run.id))
+        entry.append(.normalizing("NETDEVD_HOOK_EVENT"), run.event.rawValue)
+        log(entry)
     }
 
     /// The clean environment: a fixed PATH, the run's `NETDEVD_*` values and `NETDEVD_JSON`.
@@ -141,137 +138,73 @@ public final class HookRunner: Sendable {
         }
         return values
     }
-
-    private func spawn(
-        _ hook: HookFile,
-        run: HookRun,
-        environment: [String],
-        timeoutMilliseconds: Int
-    ) -> HookOutcome {
-        let started = DispatchTime.now().uptimeNanoseconds
-        func elapsed() -> Int { Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000) }
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else {
-            return HookOutcome(
-                name: hook.name, status: .notStarted("pipe: \(String(cString: strerror(errno)))"),
-                durationMilliseconds: 0)
-        }
-        defer { close(pipeEnds[0]) }
-        _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
-        _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        let arguments = [hook.path, run.event.rawValue, run.subjectName]
-        var argv = arguments.map { strdup($0) } + [nil]
-        var envp = environment.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, hook.path, &actions, &attributes, &argv, &envp)
-        close(pipeEnds[1])
-        guard spawned == 0 else {
-            return HookOutcome(
-                name: hook.name, status: .notStarted(String(cString: strerror(spawned))), durationMilliseconds: 0)
-        }
-        var tail = OutputTail(limit: outputTailBytes)
-        // TimeoutSec=0 disables the timeout, as it does in systemd's units.
-        let deadline = timeoutMilliseconds > 0 ? started + UInt64(timeoutMilliseconds) * 1_000_000 : UInt64.max
-        var terminatedAt: UInt64?
-        var timedOut = false
-        var pipeOpen = true
-        var status: Int32 = 0
-        while true {
-            if pipeOpen {
-                var poller = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
-                if poll(&poller, 1, 50) > 0 {
-                    pipeOpen = tail.read(from: pipeEnds[0])
-                }
-            } else {
-                usleep(10_000)
-            }
-            let waited = waitpid(pid, &status, WNOHANG)
-            if waited == pid {
-                while pipeOpen && tail.read(from: pipeEnds[0], nonBlocking: true) {}
-                break
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            let cancelledNow = cancelled.withLock { $0.contains(run.id) }
-            if terminatedAt == nil && (now >= deadline || cancelledNow) {
-                timedOut = !cancelledNow
-                kill(-pid, SIGTERM)
-                terminatedAt = now
-            } else if let terminatedAt, now >= terminatedAt + graceNanoseconds {
-                kill(-pid, SIGKILL)
-            }
-        }
-        let exitStatus: HookExitStatus
-        if timedOut {
-            exitStatus = .timedOut
-        } else if status & 0x7f == 0 {
-            exitStatus = .exited((status >> 8) & 0xff)
-        } else {
-            exitStatus = .killed(signal: status & 0x7f)
-        }
-        return HookOutcome(name: hook.name, status: exitStatus, durationMilliseconds: elapsed(), outputTail: tail.text)
-    }
-
-    private var graceNanoseconds: UInt64 {
-        switch killGrace {
-        case .seconds(let value): UInt64(value) * 1_000_000_000
-        case .milliseconds(let value): UInt64(value) * 1_000_000
-        case .microseconds(let value): UInt64(value) * 1_000
-        case .nanoseconds(let value): UInt64(value)
-        default: 5_000_000_000
-        }
-    }
 }
 
-/// The last `limit` bytes read from a pipe; everything before is read and dropped.
-struct OutputTail {
-    let limit: Int
-    private var bytes: [UInt8] = []
-    private var chunk = [UInt8](repeating: 0, count: 65536)
+/// One run's hooks, started one after another on the runner's queue as each one's process exits.
+///
+/// `@unchecked Sendable`: every property is read and written only on the runner's serial queue.
+private final class RunExecution: @unchecked Sendable {
+    let run: HookRun
+    let hooks: [HookFile]
+    let environment: [String]
+    let timeoutMilliseconds: Int
+    unowned let runner: HookRunner
+    let finished: (HookRunResult) -> Void
+    var outcomes: [HookOutcome] = []
+    var next = 0
+    var cancelled = false
+    var current: HookProcess?
 
-    init(limit: Int) {
-        self.limit = limit
+    init(
+        run: HookRun, hooks: [HookFile], environment: [String], timeoutMilliseconds: Int, runner: HookRunner,
+        finished: @escaping (HookRunResult) -> Void
+    ) {
+        self.run = run
+        self.hooks = hooks
+        self.environment = environment
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.runner = runner
+        self.finished = finished
     }
 
-    /// Reads what is available; returns `false` at end of file or on error.
-    mutating func read(from fd: Int32, nonBlocking: Bool = false) -> Bool {
-        if nonBlocking {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, 0) > 0 else { return false }
+    /// Starts the next hook that may run, or reports the run's result when none is left.
+    func advance() {
+        while next < hooks.count {
+            let hook = hooks[next]
+            next += 1
+            if cancelled {
+                outcomes.append(HookOutcome(name: hook.name, status: .notStarted("cancelled"), durationMilliseconds: 0))
+                continue
+            }
+            if let refusal = hook.refusal {
+                outcomes.append(HookOutcome(name: hook.name, status: .notStarted(refusal), durationMilliseconds: 0))
+                continue
+            }
+            let spawned = HookProcess.spawn(
+                hook, arguments: [hook.path, run.event.rawValue, run.subjectName], environment: environment,
+                tailBytes: runner.outputTailBytes, queue: runner.queue)
+            switch spawned {
+            case .failure(let failure):
+                outcomes.append(
+                    HookOutcome(name: hook.name, status: .notStarted(failure.reason), durationMilliseconds: 0))
+            case .success(let process):
+                current = process
+                process.supervise(timeoutMilliseconds: timeoutMilliseconds, killGrace: runner.killGrace) {
+                    [self] outcome in
+                    current = nil
+                    runner.logOutput(of: outcome, in: run)
+                    outcomes.append(outcome)
+                    advance()
+                }
+                return
+            }
         }
-        let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return count < 0 && errno == EINTR }
-        bytes += chunk[0..<count]
-        if bytes.count > limit {
-            bytes.removeFirst(bytes.count - limit)
-        }
-        return true
+        finished(HookRunResult(runID: run.id, hooks: outcomes))
     }
 
-    var text: String {
-        String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    func cancel() {
+        cancelled = true
+        current?.terminate(killGrace: runner.killGrace)
     }
 }
 

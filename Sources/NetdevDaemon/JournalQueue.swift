@@ -1,0 +1,69 @@
+import Dispatch
+import NetdevSession
+import Synchronization
+import Systemd
+
+/// The session's journal entries on their way to journald, off the loop queue (sd_journal_sendv blocks while
+/// journald's socket is full). The loop appends; a burst of entries costs one hop to the writer's queue, not one
+/// per entry: the writer takes everything pending each time it wakes.
+///
+/// Field names are normalised once per distinct name (the session uses a handful), not once per entry.
+final class JournalQueue: Sendable {
+    private struct Pending {
+        var entries: [LogEntry] = []
+        var scheduled = false
+    }
+
+    private let queue = DispatchQueue(label: "netdevd.journal")
+    private let pending = Mutex(Pending())
+    private let write: @Sendable (LogEntry, JournalFieldNames) -> Void
+    /// Only used on `queue`.
+    private let names = JournalFieldNames()
+
+    /// Entries are handed to `write` in order, on the writer's queue, with the cache of normalised names.
+    init(write: @escaping @Sendable (LogEntry, JournalFieldNames) -> Void) {
+        self.write = write
+    }
+
+    /// Queues `entry`; wakes the writer if it is idle.
+    func append(_ entry: LogEntry) {
+        let wake = pending.withLock { pending -> Bool in
+            pending.entries.append(entry)
+            defer { pending.scheduled = true }
+            return !pending.scheduled
+        }
+        if wake {
+            queue.async { [self] in drainPending() }
+        }
+    }
+
+    /// Waits until every entry queued so far has been written.
+    func drain() {
+        queue.sync {}
+    }
+
+    private func drainPending() {
+        while true {
+            let batch = pending.withLock { pending -> [LogEntry] in
+                if pending.entries.isEmpty { pending.scheduled = false }
+                defer { pending.entries = [] }
+                return pending.entries
+            }
+            guard !batch.isEmpty else { return }
+            for entry in batch { write(entry, names) }
+        }
+    }
+}
+
+/// Normalised journal field names by the session's field name. `@unchecked Sendable`: used only on the journal
+/// queue's thread (``JournalQueue`` hands it to its writer there).
+final class JournalFieldNames: @unchecked Sendable {
+    private var known: [String: JournalFieldName] = [:]
+
+    func name(_ field: String) -> JournalFieldName {
+        if let name = known[field] { return name }
+        let name = JournalFieldName.normalizing(field)
+        if known.count < 1_024 { known[field] = name }
+        return name
+    }
+}
