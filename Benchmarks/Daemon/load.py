@@ -139,6 +139,9 @@ class Daemon:
         if record:
             arguments += ["--record", record]
         environment = dict(os.environ, NOTIFY_SOCKET=self.notify.path)
+        if os.environ.get("LOAD_GDB") and name == "main":
+            arguments = ["gdb", "-q", "-batch", "-ex", "handle SIGPIPE nostop noprint", "-ex", "handle SIGTERM nostop",
+                         "-ex", "run", "-ex", "thread apply all bt 25", "--args"] + arguments
         self.started = time.monotonic()
         self.process = subprocess.Popen(arguments, env=environment, stdin=subprocess.DEVNULL)
         self.pid = self.process.pid
@@ -308,6 +311,7 @@ def main():
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--no-hooks", action="store_true", help="no hook (what netdevd costs without them)")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
     options = parser.parse_args()
 
@@ -323,10 +327,11 @@ def main():
     os.chmod(workdir, 0o755)
     hook_log = os.path.join(workdir, "hooks.log")
     open(hook_log, "w").close()
-    hook = os.path.join(hooks_dir, "50-log")
-    with open(hook, "w") as f:
-        f.write(f'#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >>{hook_log}\n')
-    os.chmod(hook, 0o755)
+    if not options.no_hooks:
+        hook = os.path.join(hooks_dir, "50-log")
+        with open(hook, "w") as f:
+            f.write(f'#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >>{hook_log}\n')
+        os.chmod(hook, 0o755)
     empty_hooks = os.path.join(workdir, "no-hooks.d")
     os.makedirs(empty_hooks)
 
@@ -361,15 +366,21 @@ def main():
             for i in range(PAIRS):
                 create += [f"link add nb{i:03d}a type veth peer name nb{i:03d}b",
                            f"link set nb{i:03d}a up", f"link set nb{i:03d}b up"]
+            hook_lines0 = sum(1 for _ in open(hook_log))
+            switches0 = sum(task_switches(daemon.pid).values())
             cpu0, children0, journald0, entries0, started, returned = burst(
                 figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
-            hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
-            figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
-                hooks, 2)
+            if not options.no_hooks:
+                hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
+                figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
+                    hooks, 2)
+                figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
             problems = settle_drift(ctl, daemon.socket_path)
             time.sleep(1)
             cpu1, children1 = proc_stat(daemon.pid)
             figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
+            figures[f"{label}: netdevd context switches (threads that still exist)"] = sum(
+                task_switches(daemon.pid).values()) - switches0
             figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
             figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
             figures[f"{label}: netdevd journal entries"] = journal_entries(daemon.pid) - entries0
@@ -425,6 +436,8 @@ def main():
     finally:
         if sampler:
             sampler.stop()
+        if daemon.process.poll() is not None:
+            print(f"netdevd exited early with status {daemon.process.returncode}", file=sys.stderr)
         daemon.stop()
         subprocess.run(["ip", "-batch", "-"], input="".join(
             f"link del nb{i:03d}a\n" for i in range(PAIRS)), text=True, capture_output=True)

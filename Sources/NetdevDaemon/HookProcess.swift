@@ -6,13 +6,13 @@ import NetdevSession
 import Glibc
 #endif
 
-/// One hook process, supervised without a thread of its own: its exit (a pidfd), its output (the read end of its
-/// pipe) and its deadlines (timers) are Dispatch sources on the runner's serial queue. Every handler is installed
-/// before its source is resumed, so none can fire unobserved.
+/// One hook process, supervised without a thread of its own: its exit (a pidfd) and its output (the read end of
+/// its pipe) are watched by the ``HookWatcher``'s epoll descriptor, and its deadlines are timers, all on the
+/// runner's serial queue.
 ///
 ///     posix_spawn ─▶ pidfd readable ──▶ waitpid ─┐
-///                    pipe readable ───▶ tail     ├─▶ done(outcome), sources cancelled (their cancel handlers
-///                    timeout timer ───▶ SIGTERM ─┘   close the descriptors, as libdispatch requires)
+///                    pipe readable ───▶ tail     ├─▶ done(outcome); descriptors closed
+///                    timeout timer ───▶ SIGTERM ─┘
 ///                                       └▶ grace timer ▶ SIGKILL
 ///
 /// Where pidfd_open is refused (a kernel before 5.3, a seccomp filter), the exit is checked every 20 ms instead.
@@ -24,9 +24,11 @@ final class HookProcess: @unchecked Sendable {
     private let started: UInt64
     private let queue: DispatchQueue
     private var tail: OutputTail
-    private var output: (any DispatchSourceRead)?
-    private let outputDescriptor: Int32
-    private var exit: (any DispatchSourceProtocol)?
+    /// The pipe's read end, -1 once closed.
+    private(set) var outputDescriptor: Int32
+    /// The pidfd, -1 when there is none or it is closed.
+    private(set) var exitDescriptor: Int32 = -1
+    private var exitPoll: (any DispatchSourceTimer)?
     private var timers: [any DispatchSourceTimer] = []
     private var signalled = false
     private var timedOut = false
@@ -93,41 +95,35 @@ final class HookProcess: @unchecked Sendable {
     /// Watches the process until it exits, then calls `done` once, on queue. `timeoutMilliseconds` 0 means no
     /// limit; past it the group gets SIGTERM, and SIGKILL `killGrace` later.
     func supervise(
-        timeoutMilliseconds: Int, killGrace: DispatchTimeInterval, done: @escaping (HookOutcome) -> Void
+        by watcher: HookWatcher, timeoutMilliseconds: Int, killGrace: DispatchTimeInterval,
+        done: @escaping (HookOutcome) -> Void
     ) {
         self.done = done
-        let output = DispatchSource.makeReadSource(fileDescriptor: outputDescriptor, queue: queue)
-        let descriptor = outputDescriptor
-        output.setEventHandler { [self] in
-            if !tail.readAvailable(from: descriptor) {
-                self.output?.cancel()
-                self.output = nil
-            }
-        }
-        output.setCancelHandler { close(descriptor) }
-        self.output = output
-        output.resume()
-
         let pidfd = pidfd_open(pid, 0)
         if pidfd >= 0 {
-            let exit = DispatchSource.makeReadSource(fileDescriptor: pidfd, queue: queue)
-            exit.setEventHandler { [self] in reap() }
-            exit.setCancelHandler { close(pidfd) }
-            self.exit = exit
-            exit.resume()
+            exitDescriptor = pidfd
         } else {
             let poll = DispatchSource.makeTimerSource(queue: queue)
             poll.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
-            poll.setEventHandler { [self] in reap() }
-            self.exit = poll
+            poll.setEventHandler { [self] in reap(watcher) }
+            exitPoll = poll
             poll.resume()
         }
+        watcher.watch(self)
         if timeoutMilliseconds > 0 {
             after(.milliseconds(timeoutMilliseconds)) { [self] in
                 timedOut = true
                 terminate(killGrace: killGrace)
             }
         }
+    }
+
+    /// The pipe is readable: keep its tail; at its end, stop watching it.
+    func outputReadable(_ watcher: HookWatcher) {
+        guard outputDescriptor >= 0, !tail.readAvailable(from: outputDescriptor) else { return }
+        watcher.forget(outputDescriptor)
+        close(outputDescriptor)
+        outputDescriptor = -1
     }
 
     /// SIGTERM to the hook's process group now, SIGKILL after `killGrace` if it has not exited by then.
@@ -148,20 +144,27 @@ final class HookProcess: @unchecked Sendable {
         timer.resume()
     }
 
-    private func reap() {
+    /// The pidfd is readable (or the poll timer fired): if the process has exited, collect it and finish.
+    func reap(_ watcher: HookWatcher) {
         var status: Int32 = 0
         let waited = waitpid(pid, &status, WNOHANG)
         guard waited == pid || (waited < 0 && errno == ECHILD), let done else { return }
         self.done = nil
         // What the hook wrote before it exited is in the pipe now; a child it left behind may keep the pipe open,
         // so only what is there is read.
-        if output != nil {
+        if outputDescriptor >= 0 {
             _ = tail.readAvailable(from: outputDescriptor)
+            watcher.forget(outputDescriptor)
+            close(outputDescriptor)
+            outputDescriptor = -1
         }
-        output?.cancel()
-        output = nil
-        exit?.cancel()
-        exit = nil
+        if exitDescriptor >= 0 {
+            watcher.forget(exitDescriptor)
+            close(exitDescriptor)
+            exitDescriptor = -1
+        }
+        exitPoll?.cancel()
+        exitPoll = nil
         for timer in timers { timer.cancel() }
         timers = []
         let exitStatus: HookExitStatus
@@ -174,6 +177,72 @@ final class HookProcess: @unchecked Sendable {
         }
         let milliseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
         done(HookOutcome(name: name, status: exitStatus, durationMilliseconds: milliseconds, outputTail: tail.text))
+    }
+}
+
+/// The descriptors of running hooks (pipes and pidfds) in one epoll set of netdevd's own, watched by one Dispatch
+/// read source that lives as long as the runner. Not a Dispatch source per descriptor: libdispatch's epoll
+/// bookkeeping on Linux can free a registration while its manager thread still delivers an event for it when
+/// sources come and go at a high rate (swift-corelibs-libdispatch#949), and a burst starts thousands of hooks.
+///
+/// `@unchecked Sendable`: `watched` is read and written only on `queue`.
+final class HookWatcher: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private let epoll: Int32
+    private var source: (any DispatchSourceRead)?
+    private var watched: [Int32: HookProcess] = [:]
+
+    /// A watcher whose handlers run on `queue`; `nil` when the kernel refuses an epoll descriptor.
+    init?(queue: DispatchQueue) {
+        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { return nil }
+        self.queue = queue
+        self.epoll = epoll
+        let source = DispatchSource.makeReadSource(fileDescriptor: epoll, queue: queue)
+        source.setEventHandler { [unowned self] in dispatchEvents() }
+        source.setCancelHandler { close(epoll) }
+        self.source = source
+        source.resume()
+    }
+
+    deinit {
+        source?.cancel()
+    }
+
+    /// Watches `process`'s pipe and pidfd. On queue.
+    func watch(_ process: HookProcess) {
+        for descriptor in [process.outputDescriptor, process.exitDescriptor] where descriptor >= 0 {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.fd = descriptor
+            if epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 {
+                watched[descriptor] = process
+            }
+        }
+    }
+
+    /// Stops watching `descriptor` (before it is closed). On queue.
+    func forget(_ descriptor: Int32) {
+        guard watched.removeValue(forKey: descriptor) != nil else { return }
+        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+    }
+
+    private func dispatchEvents() {
+        var events = [epoll_event](repeating: epoll_event(), count: 64)
+        while true {
+            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 64, 0) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            for event in events[0..<Int(count)] {
+                let descriptor = event.data.fd
+                guard let process = watched[descriptor] else { continue }
+                if descriptor == process.exitDescriptor {
+                    process.reap(self)
+                } else {
+                    process.outputReadable(self)
+                }
+            }
+        }
     }
 }
 

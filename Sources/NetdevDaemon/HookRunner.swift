@@ -38,6 +38,8 @@ public final class HookRunner: Sendable {
     private let executions = Mutex<[Int: RunExecution]>([:])
     /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks.
     fileprivate let queue = DispatchQueue(label: "netdevd.hooks")
+    /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
+    fileprivate let watcher: HookWatcher?
 
     /// A runner over `directories` that hands each hook's output to `log` as a journal entry.
     public init(
@@ -48,6 +50,7 @@ public final class HookRunner: Sendable {
         self.directories = directories
         self.killGrace = killGrace
         self.log = log
+        self.watcher = HookWatcher(queue: queue)
     }
 
     /// The hooks that would run now, in lexical order, with refusals explained.
@@ -180,6 +183,13 @@ private final class RunExecution: @unchecked Sendable {
                 outcomes.append(HookOutcome(name: hook.name, status: .notStarted(refusal), durationMilliseconds: 0))
                 continue
             }
+            guard let watcher = runner.watcher else {
+                outcomes.append(
+                    HookOutcome(
+                        name: hook.name, status: .notStarted("no epoll descriptor to watch it with"),
+                        durationMilliseconds: 0))
+                continue
+            }
             let spawned = HookProcess.spawn(
                 hook, arguments: [hook.path, run.event.rawValue, run.subjectName], environment: environment,
                 tailBytes: runner.outputTailBytes, queue: runner.queue)
@@ -189,7 +199,7 @@ private final class RunExecution: @unchecked Sendable {
                     HookOutcome(name: hook.name, status: .notStarted(failure.reason), durationMilliseconds: 0))
             case .success(let process):
                 current = process
-                process.supervise(timeoutMilliseconds: timeoutMilliseconds, killGrace: runner.killGrace) {
+                process.supervise(by: watcher, timeoutMilliseconds: timeoutMilliseconds, killGrace: runner.killGrace) {
                     [self] outcome in
                     current = nil
                     runner.logOutput(of: outcome, in: run)
