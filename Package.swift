@@ -88,6 +88,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The recorded burst replayed through a loop, for callgrind's instruction count (make benchmark-replay).
+        .executableTarget(
+            name: "ReplayLoop",
+            dependencies: ["MobiusCore", "NetdevSession"],
+            path: "Benchmarks/ReplayLoop",
+            exclude: ["Fixtures"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "MobiusCounter",
             dependencies: ["MobiusCore"],

@@ -56,26 +56,33 @@ extension Transition {
                     LogField(LogField.Name.hookRun, String(stale.id)),
                 ]
             )
-            model.hooks.order.removeAll { $0 == subject }
+            model.hooks.queued[stale.id] = nil
         }
         model.hooks.waiting[subject] = run
-        model.hooks.order.append(subject)
+        model.hooks.queued[run.id] = subject
         startWaitingRuns()
     }
 
     /// Starts waiting runs, oldest first, while slots are free and their subjects are not already running.
     mutating func startWaitingRuns() {
         guard model.phase == .running || model.phase == .reloading || model.phase == .resyncing else { return }
-        var index = 0
-        while index < model.hooks.order.count && model.hooks.running.count < max(1, model.configuration.hookParallelism)
-        {
-            let subject = model.hooks.order[index]
-            guard model.hooks.running[subject] == nil, let run = model.hooks.waiting.removeValue(forKey: subject)
-            else {
-                index += 1
+        let slots = max(1, model.configuration.hookParallelism)
+        var id = model.hooks.oldestQueued
+        // Still in the run of ids with nothing waiting behind them: `oldestQueued` may move past them.
+        var atFront = true
+        while id < model.nextHookRunID && model.hooks.running.count < slots {
+            defer { id += 1 }
+            guard let subject = model.hooks.queued[id] else {
+                if atFront { model.hooks.oldestQueued = id + 1 }
                 continue
             }
-            model.hooks.order.remove(at: index)
+            guard model.hooks.running[subject] == nil, let run = model.hooks.waiting.removeValue(forKey: subject)
+            else {
+                atFront = false
+                continue
+            }
+            model.hooks.queued[id] = nil
+            if atFront { model.hooks.oldestQueued = id + 1 }
             model.hooks.running[subject] = run
             model.counters.hookRunsStarted += 1
             effects.append(.runHooks(run))

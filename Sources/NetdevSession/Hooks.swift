@@ -39,23 +39,53 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
 
 /// One run of the hooks for an event: every hook executable, in lexical order, with the same arguments and
 /// environment. The daemon runs it and answers with ``Event/hookRunFinished(_:)``.
+///
+/// A value that never changes once queued, held in one immutable storage object: the hook queue's persistent
+/// tables copy runs whenever a node of theirs is shared, and a copy is then one retain instead of a dozen.
 public struct HookRun: Codable, Sendable, Equatable {
+    private final class Storage: Sendable {
+        let id: Int
+        let subject: HookSubject
+        let event: HookEvent
+        let subjectName: String
+        let environment: [LogField]
+        let link: Link?
+        let device: Device?
+        let timeoutMilliseconds: Int
+
+        init(
+            id: Int, subject: HookSubject, event: HookEvent, subjectName: String, environment: [LogField],
+            link: Link?, device: Device?, timeoutMilliseconds: Int
+        ) {
+            self.id = id
+            self.subject = subject
+            self.event = event
+            self.subjectName = subjectName
+            self.environment = environment
+            self.link = link
+            self.device = device
+            self.timeoutMilliseconds = timeoutMilliseconds
+        }
+    }
+
+    private let storage: Storage
+
     /// Unique within a session, increasing.
-    public var id: Int
+    public var id: Int { storage.id }
     /// What it is about.
-    public var subject: HookSubject
+    public var subject: HookSubject { storage.subject }
     /// The event.
-    public var event: HookEvent
+    public var event: HookEvent { storage.event }
     /// The subject's name (`eth0`, or the device path), the hooks' second argument.
-    public var subjectName: String
+    public var subjectName: String { storage.subjectName }
     /// The documented `NETDEVD_*` environment (without `NETDEVD_JSON`, which the daemon adds), in order.
-    public var environment: [LogField]
+    public var environment: [LogField] { storage.environment }
     /// The link or device as it is when the run is queued, for `NETDEVD_JSON`.
-    public var link: Link?
+    public var link: Link? { storage.link }
     /// The device, for device events.
-    public var device: Device?
+    public var device: Device? { storage.device }
     /// How long each hook may run, in milliseconds (the configuration's when the run was queued).
-    public var timeoutMilliseconds: Int
+    public var timeoutMilliseconds: Int { storage.timeoutMilliseconds }
 
     /// A hook run.
     public init(
@@ -68,14 +98,48 @@ public struct HookRun: Codable, Sendable, Equatable {
         device: Device? = nil,
         timeoutMilliseconds: Int = 30_000
     ) {
-        self.timeoutMilliseconds = timeoutMilliseconds
-        self.id = id
-        self.subject = subject
-        self.event = event
-        self.subjectName = subjectName
-        self.environment = environment
-        self.link = link
-        self.device = device
+        storage = Storage(
+            id: id, subject: subject, event: event, subjectName: subjectName, environment: environment, link: link,
+            device: device, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, subject, event, subjectName, environment, link, device, timeoutMilliseconds
+    }
+
+    /// Decodes a run.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            id: try container.decode(Int.self, forKey: .id),
+            subject: try container.decode(HookSubject.self, forKey: .subject),
+            event: try container.decode(HookEvent.self, forKey: .event),
+            subjectName: try container.decode(String.self, forKey: .subjectName),
+            environment: try container.decode([LogField].self, forKey: .environment),
+            link: try container.decodeIfPresent(Link.self, forKey: .link),
+            device: try container.decodeIfPresent(Device.self, forKey: .device),
+            timeoutMilliseconds: try container.decode(Int.self, forKey: .timeoutMilliseconds))
+    }
+
+    /// Encodes a run with the fields' names.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(subject, forKey: .subject)
+        try container.encode(event, forKey: .event)
+        try container.encode(subjectName, forKey: .subjectName)
+        try container.encode(environment, forKey: .environment)
+        try container.encodeIfPresent(link, forKey: .link)
+        try container.encodeIfPresent(device, forKey: .device)
+        try container.encode(timeoutMilliseconds, forKey: .timeoutMilliseconds)
+    }
+
+    /// Runs are equal when every field is.
+    public static func == (lhs: HookRun, rhs: HookRun) -> Bool {
+        lhs.storage === rhs.storage
+            || (lhs.id == rhs.id && lhs.subject == rhs.subject && lhs.event == rhs.event
+                && lhs.subjectName == rhs.subjectName && lhs.environment == rhs.environment && lhs.link == rhs.link
+                && lhs.device == rhs.device && lhs.timeoutMilliseconds == rhs.timeoutMilliseconds)
     }
 }
 
@@ -137,8 +201,11 @@ public struct HookQueue: Codable, Sendable, Equatable {
     public var running: TreeDictionary<HookSubject, HookRun> = [:]
     /// The next run per subject, waiting for the subject's current run or for a free slot.
     public var waiting: TreeDictionary<HookSubject, HookRun> = [:]
-    /// Subjects in the order their waiting runs were queued, so slots are given out fairly.
-    public var order: [HookSubject] = []
+    /// The subjects of waiting runs by run id. Ids only increase, so this is the order the runs were queued in
+    /// (slots are given out fairly), kept in a persistent table so that queueing a run never copies the queue.
+    public var queued: TreeDictionary<Int, HookSubject> = [:]
+    /// No waiting run has a smaller id: where the search for the oldest one starts.
+    public var oldestQueued = 0
     /// Stale runs dropped since the journal last summarised them (once the queue is idle).
     public var droppedSinceSummary = 0
 

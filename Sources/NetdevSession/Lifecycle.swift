@@ -194,7 +194,7 @@ extension Transition {
         model.phase = .stopping
         let dropped = model.hooks.waiting.count
         model.hooks.waiting = [:]
-        model.hooks.order = []
+        model.hooks.queued = [:]
         for subject in model.debouncing.keys.sorted(by: { $0.description < $1.description }) {
             effects.append(.cancelTimer(.debounce(subject)))
         }
