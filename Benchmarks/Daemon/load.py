@@ -313,6 +313,7 @@ def main():
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-hooks", action="store_true", help="no hook (what netdevd costs without them)")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
+    parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
     options = parser.parse_args()
 
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
@@ -352,8 +353,8 @@ def main():
         sampler = Sampler(daemon.pid)
         if options.perf:
             profiler = subprocess.Popen(
-                ["perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-g", "-p", str(daemon.pid), "-o",
-                 options.perf], stdout=subprocess.DEVNULL)
+                ["perf", "record", "-q", "-e", options.perf_event, "-g", "-p", str(daemon.pid), "-o", options.perf]
+                + (["-F", "2000"] if options.perf_event == "cpu-clock" else []), stdout=subprocess.DEVNULL)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
         if options.idle_seconds > 0:
             wakeups, threads = idle(daemon.pid, options.idle_seconds)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 public import MobiusCore
 public import NetdevSession
@@ -29,6 +30,8 @@ public final class ControlService: @unchecked Sendable {
 
     private let lock = NSLock()
     private var state = State()
+    /// Where changes are encoded and queued to monitors, in the order models were published.
+    private let monitorQueue = DispatchQueue(label: "netdevd.monitors")
 
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
         lock.lock()
@@ -64,12 +67,13 @@ public final class ControlService: @unchecked Sendable {
             return (latest, state.parked)
         }
         for call in parked { call(model) }
-        guard let previous, let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else {
-            return
-        }
-        withState { state in
-            for monitor in state.monitors.values where monitor.since < model.changeSequence {
-                monitor.replier.reply(encodedParameters: encoded, continues: true)
+        guard let previous else { return }
+        monitorQueue.async { [self] in
+            guard let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else { return }
+            withState { state in
+                for monitor in state.monitors.values where monitor.since < model.changeSequence {
+                    monitor.replier.reply(encodedParameters: encoded, continues: true)
+                }
             }
         }
     }

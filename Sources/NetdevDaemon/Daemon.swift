@@ -99,8 +99,10 @@ public final class Daemon: Sendable {
 
         let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
         var sources = CompositeEventSourceBuilder<Event>()
-            .addEventSource(ReadableEventSource.udev(monitor, queue: ioQueue, problem: problem))
-            .addEventSource(ReadableEventSource.netlink(watcher, queue: ioQueue, problem: problem))
+            // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
+            // without waking another thread.
+            .addEventSource(ReadableEventSource.udev(monitor, queue: loopQueue, problem: problem))
+            .addEventSource(ReadableEventSource.netlink(watcher, queue: loopQueue, problem: problem))
             .addEventSource(SignalEventSource(queue: ioQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
@@ -120,7 +122,9 @@ public final class Daemon: Sendable {
             from: Model(configuration: configuration),
             initiate: Session.initiate,
             loopQueue: loopQueue,
-            viewQueue: ioQueue
+            // The control service takes a model in a few instructions and encodes for monitors on a queue of its
+            // own, so it can watch from the loop's queue without a thread hop per model.
+            viewQueue: loopQueue
         )
         let control = ControlService()
         controller.connectView(control.view)

@@ -28,7 +28,14 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// Events read from a non-blocking file descriptor whenever it is readable: the shape of both monitors.
 /// `read` drains what is pending and returns the events it means; a thrown error is reported through `problem`
 /// and becomes `failure`, because a monitor that cannot read has lost events.
+///
+/// Under load, reads are coalesced: the first message after a quiet spell is read at once; after that the source
+/// is paused and the descriptor read again ``coalescingWindow`` later (and every window while messages keep
+/// coming), so a burst of kernel messages wakes netdevd once per window instead of once per message.
 public final class ReadableEventSource: EventSource {
+    /// How long a busy monitor waits between reads.
+    public static let coalescingWindow = DispatchTimeInterval.milliseconds(5)
+
     private let fileDescriptor: Int32
     private let queue: DispatchQueue
     private let read: @Sendable () throws -> [Event]
@@ -52,23 +59,77 @@ public final class ReadableEventSource: EventSource {
 
     /// Starts reading.
     public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        let source = DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue)
-        let read = self.read
-        let failure = self.failure
-        let problem = self.problem
-        source.setEventHandler {
+        let reader = CoalescingReader(
+            source: DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue), queue: queue
+        ) { [read, failure, problem] in
             do {
-                for event in try read() {
+                let events = try read()
+                for event in events {
                     consumer(event)
                 }
+                return !events.isEmpty
             } catch {
                 problem("\(error)")
                 consumer(failure)
+                return true
             }
         }
+        reader.start()
+        return AnonymousDisposable { reader.cancel() }
+    }
+}
+
+/// A read source that pauses itself for ``ReadableEventSource/coalescingWindow`` after each read that found
+/// something, and reads again from a timer while there is more.
+///
+/// `@unchecked Sendable`: `paused` and `cancelled` are read and written only on `queue`.
+private final class CoalescingReader: @unchecked Sendable {
+    private let source: any DispatchSourceRead
+    private let queue: DispatchQueue
+    /// Reads and delivers what is pending; `true` when it found something.
+    private let readPending: () -> Bool
+    private var paused = false
+    private var cancelled = false
+
+    init(source: any DispatchSourceRead, queue: DispatchQueue, readPending: @escaping () -> Bool) {
+        self.source = source
+        self.queue = queue
+        self.readPending = readPending
+    }
+
+    func start() {
+        source.setEventHandler { [self] in
+            guard !cancelled, readPending() else { return }
+            paused = true
+            source.suspend()
+            readLater()
+        }
         source.resume()
-        let handle = SourceHandle(source)
-        return AnonymousDisposable { handle.cancel() }
+    }
+
+    private func readLater() {
+        queue.asyncAfter(deadline: .now() + ReadableEventSource.coalescingWindow) { [self] in
+            guard !cancelled else { return }
+            if readPending() {
+                readLater()
+            } else {
+                paused = false
+                source.resume()
+            }
+        }
+    }
+
+    func cancel() {
+        queue.async { [self] in
+            guard !cancelled else { return }
+            cancelled = true
+            source.cancel()
+            // A suspended source never finishes its cancellation.
+            if paused {
+                paused = false
+                source.resume()
+            }
+        }
     }
 }
 

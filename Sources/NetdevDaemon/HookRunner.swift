@@ -96,8 +96,13 @@ public final class HookRunner: Sendable {
         finished: @escaping @Sendable (HookRunResult) -> Void
     ) {
         queue.async { [self] in
+            let hooks = hooks()
+            guard !hooks.isEmpty else {
+                finished(HookRunResult(runID: run.id, hooks: []))
+                return
+            }
             let execution = RunExecution(
-                run: run, hooks: hooks(), environment: Self.environment(for: run),
+                run: run, hooks: hooks, environment: Self.environment(for: run),
                 timeoutMilliseconds: timeoutMilliseconds, runner: self
             ) { [self] result in
                 executions.withLock { _ = $0.removeValue(forKey: run.id) }
