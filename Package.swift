@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "MobiusCore", targets: ["MobiusCore"]),
+        .library(name: "MobiusCasePaths", targets: ["MobiusCasePaths"]),
         .library(name: "MobiusTest", targets: ["MobiusTest"]),
         .library(name: "Systemd", targets: ["Systemd"]),
         .library(name: "Udev", targets: ["Udev"]),
@@ -32,9 +33,17 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
     ],
     targets: [
+        // The one lock type (a pthread mutex, which ThreadSanitizer sees), for every module with shared state.
+        .target(name: "Locking", swiftSettings: strict),
         .target(
             name: "MobiusCore",
-            dependencies: [.product(name: "CasePaths", package: "swift-case-paths")],
+            dependencies: ["Locking"],
+            swiftSettings: strict
+        ),
+        // routeCase(\.caseName) with swift-case-paths, apart from MobiusCore: case-paths brings Foundation with it.
+        .target(
+            name: "MobiusCasePaths",
+            dependencies: ["MobiusCore", .product(name: "CasePaths", package: "swift-case-paths")],
             swiftSettings: strict
         ),
         .target(
@@ -54,10 +63,10 @@ let package = Package(
             dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        .target(name: "Udev", dependencies: ["CUdev"], swiftSettings: strict),
+        .target(name: "Udev", dependencies: ["CUdev", "Locking"], swiftSettings: strict),
         // Declarations of Linux's C library that Glibc's module leaves out (pidfd_open).
         .target(name: "CLinux"),
-        .target(name: "Netlink", swiftSettings: strict),
+        .target(name: "Netlink", dependencies: ["Locking"], swiftSettings: strict),
         // TreeDictionary: the model's tables are shared between the loop and its observers, so a change must not
         // copy a whole table (a persistent hash tree copies only the path to the changed entry).
         .target(
@@ -65,16 +74,16 @@ let package = Package(
             dependencies: ["MobiusCore", .product(name: "HashTreeCollections", package: "swift-collections")],
             swiftSettings: strict
         ),
-        .target(name: "Varlink", swiftSettings: strict),
+        .target(name: "Varlink", dependencies: ["Locking"], swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
-            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink", "CLinux"],
+            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink", "CLinux", "Locking"],
             swiftSettings: strict
         ),
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "Varlink",
+                "NetdevDaemon", "NetdevSession", "Varlink", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -98,14 +107,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "MobiusCounter",
-            dependencies: ["MobiusCore"],
+            dependencies: ["MobiusCasePaths"],
             path: "Examples/Counter",
             swiftSettings: strict
         ),
         .testTarget(
             name: "MobiusCoreTests",
             dependencies: [
-                "MobiusCore", "MobiusTest", "KernelTestSupport", .product(name: "CasePaths", package: "swift-case-paths"),
+                "MobiusCore", "MobiusCasePaths", "MobiusTest", "KernelTestSupport",
             ],
             swiftSettings: strict
         ),
@@ -144,7 +153,7 @@ let package = Package(
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MobiusTestTests",
-            dependencies: ["MobiusCore", "MobiusTest"],
+            dependencies: ["MobiusCore", "MobiusCasePaths", "MobiusTest"],
             swiftSettings: strict
         ),
     ]

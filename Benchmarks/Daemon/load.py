@@ -247,10 +247,37 @@ def settle_drift(ctl, socket_path, timeout=10):
 
 
 def journal_entries(pid):
+    """netdevd's journal entries so far, by MESSAGE_ID (hooks' output has none)."""
     output = subprocess.run(
-        ["journalctl", "--no-pager", f"_PID={pid}", "-o", "json", "--output-fields=MESSAGE"],
+        ["journalctl", "--no-pager", f"_PID={pid}", "-o", "json", "--output-fields=MESSAGE_ID"],
         capture_output=True, text=True).stdout
-    return output.count("\n")
+    counts = {}
+    for line in output.splitlines():
+        kind = json.loads(line).get("MESSAGE_ID", "-")
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def entries_since(before, after):
+    return sum(after.values()) - sum(before.values())
+
+
+def entries_by_kind(before, after, catalog):
+    kinds = {kind: after[kind] - before.get(kind, 0) for kind in after if after[kind] > before.get(kind, 0)}
+    return ", ".join(f"{catalog.get(kind, kind)} {count}" for kind, count in sorted(kinds.items(), key=lambda x: -x[1]))
+
+
+def message_catalog(binary):
+    """MESSAGE_ID -> subject, from netdevd --print-catalog."""
+    output = subprocess.run([binary, "--print-catalog"], capture_output=True, text=True).stdout
+    catalog = {}
+    current = None
+    for line in output.splitlines():
+        if line.startswith("-- "):
+            current = line[3:].strip()
+        elif line.startswith("Subject: ") and current:
+            catalog[current] = line[len("Subject: "):]
+    return catalog
 
 
 def wait_for_hooks(log_path, ctl, socket_path, prefix, after, timeout=180):
@@ -279,6 +306,11 @@ def idle(pid, seconds):
     before = task_switches(pid)
     time.sleep(seconds)
     after = task_switches(pid)
+    for tid, count in after.items():
+        if count - before.get(tid, 0) > 0:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            print(f"  idle: thread {tid} ({name}) switched {count - before.get(tid, 0)} times", file=sys.stderr)
     wakeups = sum(count - before.get(tid, 0) for tid, count in after.items())
     started = len(set(after) - set(before))
     return wakeups * 60 / seconds, started * 60 / seconds
@@ -345,6 +377,7 @@ def main():
     os.unlink(stripped)
 
     journald = own_netns_pids("systemd-journal")
+    catalog = message_catalog(binary)
     daemon = Daemon(binary, workdir, "main", hooks_dir, record=options.record)
     sampler = None
     try:
@@ -384,7 +417,9 @@ def main():
                 task_switches(daemon.pid).values()) - switches0
             figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
             figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
-            figures[f"{label}: netdevd journal entries"] = journal_entries(daemon.pid) - entries0
+            entries1 = journal_entries(daemon.pid)
+            figures[f"{label}: netdevd journal entries"] = entries_since(entries0, entries1)
+            figures[f"{label}: journal entries by kind"] = entries_by_kind(entries0, entries1, catalog)
             figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
             figures[f"{label}: RSS at 1,000 links (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
             figures[f"{label}: drift against ip -j link/addr"] = len(problems)
@@ -424,7 +459,9 @@ def main():
             figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
             figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
             figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
-            figures[f"{label}: netdevd journal entries"] = journal_entries(daemon.pid) - entries0
+            entries1 = journal_entries(daemon.pid)
+            figures[f"{label}: netdevd journal entries"] = entries_since(entries0, entries1)
+            figures[f"{label}: journal entries by kind"] = entries_by_kind(entries0, entries1, catalog)
             figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
             figures[f"{label}: RSS after delete (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
             figures[f"{label}: drift against ip -j link/addr"] = len(problems)

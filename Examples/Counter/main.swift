@@ -4,7 +4,7 @@
 
 import Dispatch
 import Foundation
-import MobiusCore
+import MobiusCasePaths
 
 struct Model: Equatable, Sendable {
     var ticks = 0

@@ -1,12 +1,9 @@
-// Re-exported so that `@CasePathable` and `routeCase(\.caseName)` work with `import MobiusCore` alone.
-@_exported public import CasePaths
-
 /// Routes each effect to the one handler that takes it, and is the loop's effect handler via ``asConnectable``.
 ///
 /// ```swift
 /// let router = EffectRouter<Effect, Event>()
-///     .routeCase(\.log).to { line in print(line) }
-///     .routeCase(\.load).to(loader)
+///     .routeEffects(withParameters: { if case .log(let line) = $0 { line } else { nil } }).to { print($0) }
+///     .routeCase(\.load).to(loader)   // with MobiusCasePaths and a @CasePathable Effect
 ///     .routeEffects(equalTo: .exit).on(queue: .main).to { _ in exit(0) }
 /// ```
 ///
@@ -34,25 +31,6 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
         withParameters extractParameters: @escaping @Sendable (Effect) -> EffectParameters?
     ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
         _PartialEffectRouter(routes: routes, extractParameters: extractParameters, hop: nil)
-    }
-
-    /// Routes the effects of one enum case, named by its case key path (`\.load`); the handler receives the
-    /// case's associated value.
-    @inlinable
-    public func routeCase<EffectParameters>(
-        _ enumCase: CaseKeyPath<Effect, EffectParameters>
-    ) -> _PartialEffectRouter<Effect, EffectParameters, Event> where Effect: CasePathable {
-        let casePath = UncheckedCaseKeyPath(enumCase)
-        return routeEffects(withParameters: { effect in effect[case: casePath.keyPath] })
-    }
-
-    /// Routes the effects of one enum case, named by a case path (`/Effect.load` or `AnyCasePath`); the handler
-    /// receives the case's associated value.
-    @inlinable
-    public func routeCase<EffectParameters>(
-        _ enumCase: AnyCasePath<Effect, EffectParameters>
-    ) -> _PartialEffectRouter<Effect, EffectParameters, Event> {
-        routeEffects(withParameters: { effect in enumCase.extract(from: effect) })
     }
 
     /// Connects every route's handler; the result accepts effects and sends the handlers' events to `consumer`.
@@ -118,17 +96,5 @@ extension EffectRouter where Effect: Equatable {
     @inlinable
     public func routeCase(_ enumCase: Effect) -> _PartialEffectRouter<Effect, Void, Event> {
         routeEffects(withParameters: { effect in effect == enumCase ? () : nil })
-    }
-}
-
-/// Case key paths are immutable values that Swift does not yet mark `Sendable`; this wrapper lets a router
-/// (which crosses threads) hold one. `@unchecked Sendable`: the key path is never mutated after creation.
-@usableFromInline
-struct UncheckedCaseKeyPath<Root, Value>: @unchecked Sendable {
-    @usableFromInline let keyPath: CaseKeyPath<Root, Value>
-
-    @inlinable
-    init(_ keyPath: CaseKeyPath<Root, Value>) {
-        self.keyPath = keyPath
     }
 }

@@ -1,9 +1,10 @@
 public import Dispatch
+public import Locking
 
 #if canImport(FoundationEssentials)
 public import struct FoundationEssentials.UUID
 #else
-public import struct Foundation.UUID
+public import struct FoundationEssentials.UUID
 #endif
 
 /// Runs a Mobius loop on its own serial queue, so events may come from any thread, and lets views observe it.

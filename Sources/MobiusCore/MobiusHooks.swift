@@ -1,3 +1,5 @@
+import Locking
+
 /// Where Mobius reports programming errors: starting a controller twice, dispatching to a disposed loop, an effect
 /// that no route (or more than one) handles.
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import NetdevSession
 
 /// Reads `netdevd.conf` and its drop-ins (`netdevd.conf.d/*.conf`, in lexical order, later ones winning) in
@@ -94,7 +94,7 @@ private struct Builder {
         var section: String?
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = offset + 1
-            let content = rawLine.trimmingCharacters(in: .whitespaces)
+            let content = rawLine.trimmed
             if content.isEmpty || content.hasPrefix("#") || content.hasPrefix(";") {
                 continue
             }
@@ -120,8 +120,8 @@ private struct Builder {
                 fail("expected 'Key=Value', found '\(content)'")
                 continue
             }
-            let key = content[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = content[content.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = content[..<equals].trimmed
+            let value = content[content.index(after: equals)...].trimmed
             guard let section else {
                 fail("'\(key)=' must be inside a section such as [Online]")
                 continue
@@ -225,7 +225,7 @@ public enum TimeSpan {
             ("sec", 1000), ("s", 1000), ("minutes", 60_000), ("minute", 60_000), ("min", 60_000), ("m", 60_000),
             ("hours", 3_600_000), ("hour", 3_600_000), ("hr", 3_600_000), ("h", 3_600_000),
         ]
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.trimmed
         if let seconds = Double(trimmed) {
             return seconds >= 0 ? Int(seconds * 1000) : nil
         }

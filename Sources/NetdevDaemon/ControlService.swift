@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Locking
 public import MobiusCore
 public import NetdevSession
 public import Varlink
@@ -8,9 +9,8 @@ public import Varlink
 /// loop, and a slow monitor only fills its own connection's bounded buffer. A call that arrives before the loop
 /// published its first model (a socket-activated start) is answered as soon as it has.
 ///
-/// `@unchecked Sendable`: `state` is only read or written inside `withState`, under `lock`. (An NSLock rather than
-/// `Synchronization.Mutex`: a contended Mutex is invisible to ThreadSanitizer on Linux, and this is tested under it.)
-public final class ControlService: @unchecked Sendable {
+/// Its state is behind a ``Locked`` (a pthread mutex, which ThreadSanitizer sees: this is tested under it).
+public final class ControlService: Sendable {
     private struct State {
         var latest: Model?
         /// Each monitor, and the sequence of the state it was sent first.
@@ -28,15 +28,12 @@ public final class ControlService: @unchecked Sendable {
         case state, links, devices
     }
 
-    private let lock = NSLock()
-    private var state = State()
+    private let state = Locked(State())
     /// Where changes are encoded and queued to monitors, in the order models were published.
     private let monitorQueue = DispatchQueue(label: "netdevd.monitors")
 
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
+        state.withLock(body)
     }
 
     /// A service with no model yet.

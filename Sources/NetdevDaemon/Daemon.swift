@@ -1,12 +1,16 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Locking
 import MobiusCore
 import NetdevSession
 import Netlink
-import Synchronization
 public import Systemd
 public import Udev
 import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The daemon's settings, from the command line.
 public struct DaemonOptions: Sendable {
@@ -44,10 +48,10 @@ public final class Daemon: Sendable {
     private let notifier = ServiceNotifier()
     private let loopQueue = DispatchQueue(label: "netdevd.loop")
     private let ioQueue = DispatchQueue(label: "netdevd.io", attributes: .concurrent)
-    private let exitStatus = Mutex<Int32?>(nil)
+    private let exitStatus = Locked<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
-    private let notifyWarned = Mutex(false)
-    private let journalWarned = Mutex(false)
+    private let notifyWarned = Locked(false)
+    private let journalWarned = Locked(false)
 
     /// A daemon with `options`; nothing starts until ``run()``.
     public init(options: DaemonOptions) {
@@ -89,7 +93,7 @@ public final class Daemon: Sendable {
         if !monitor.receiveBufferRaised {
             let limit =
                 (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                .trimmed ?? "?"
             log(
                 6,
                 "Receive buffers stay at the kernel's limit (net.core.rmem_max=\(limit), doubled) instead of "
@@ -149,6 +153,12 @@ public final class Daemon: Sendable {
         return exitStatus.withLock { $0 } ?? 0
     }
 
+    /// The directory part of `path` (`.` when it has none, `/` for a file in the root).
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
     /// Creates `path` and its missing parents (mode 0755); returns what went wrong, in words, or `nil`.
     static func makeDirectories(_ path: String) -> String? {
         var prefix = path.hasPrefix("/") ? "" : "."
@@ -169,7 +179,7 @@ public final class Daemon: Sendable {
             listening = passed.fileDescriptor
             log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
         } else {
-            let directory = (options.socketPath as NSString).deletingLastPathComponent
+            let directory = Self.directory(of: options.socketPath)
             if let problem = Self.makeDirectories(directory) {
                 log(4, "No control socket, netdevctl cannot reach this netdevd: \(problem)")
                 return nil
@@ -236,8 +246,7 @@ public final class Daemon: Sendable {
                 return !warned
             }
             if first {
-                let line = "netdevd: \(error); further journal failures are not reported\n"
-                FileHandle.standardError.write(Data(line.utf8))
+                writeToStandardError("netdevd: \(error); further journal failures are not reported\n")
             }
         }
     }

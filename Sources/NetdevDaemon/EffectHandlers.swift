@@ -32,7 +32,7 @@ struct EffectHandlers: Sendable {
             )
         }
         router = EffectRouter<Effect, Event>()
-            .routeCase(\.enumerate).on(queue: ioQueue).toEvent { generation, subsystems in
+            .routeEffects(withParameters: \.enumeration).on(queue: ioQueue).toEvent { generation, subsystems in
                 // The monitor's filter first, so no uevent of a newly tracked subsystem falls between the two.
                 do {
                     try monitor.filter(subsystems: subsystems)
@@ -42,27 +42,29 @@ struct EffectHandlers: Sendable {
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
             // The journal on its own queue too: sd_journal_sendv blocks while journald's socket is full.
-            .routeCase(\.log).to { entry in
+            .routeEffects(withParameters: \.logEntry).to { entry in
                 if entry.priority <= maximumPriority { journal.append(entry) }
             }
             // Its own serial queue: sd_notify blocks while the manager's queue is full, and the loop must not.
-            .routeCase(\.notify).on(queue: notifyQueue).to { notifications in daemon.notify(notifications) }
-            .routeCase(\.loadConfiguration).on(queue: ioQueue).toEvent { _ in
+            .routeEffects(withParameters: \.notifications).on(queue: notifyQueue).to { notifications in
+                daemon.notify(notifications)
+            }
+            .routeEffects(equalTo: .loadConfiguration).on(queue: ioQueue).toEvent { _ in
                 switch ConfigurationLoader(mainFile: configurationFile).load() {
                 case .loaded(let configuration, let warnings): .configurationLoaded(configuration, warnings: warnings)
                 case .rejected(let errors): .configurationRejected(errors)
                 }
             }
-            .routeCase(\.runHooks).to { run, callback in
+            .routeEffects(withParameters: \.hookRun).to { run, callback in
                 hooks.start(run, timeoutMilliseconds: run.timeoutMilliseconds) { result in
                     callback.end(with: .hookRunFinished(result))
                 }
                 return EmptyDisposable()
             }
-            .routeCase(\.cancelHooks).to { ids in hooks.cancel(ids) }
-            .routeCase(\.startTimer).to(timerConnection)
-            .routeCase(\.cancelTimer).to { id in timers.cancel(id) }
-            .routeCase(\.exit).to { status in daemon.exit(status: status) }
+            .routeEffects(withParameters: \.cancelledHookRuns).to { ids in hooks.cancel(ids) }
+            .routeEffects(withParameters: \.timerStart).to(timerConnection)
+            .routeEffects(withParameters: \.cancelledTimer).to { id in timers.cancel(id) }
+            .routeEffects(withParameters: \.exitStatus).to { status in daemon.exit(status: status) }
     }
 
     static func enumerate(generation: Int, subsystems: [String]) -> Event {

@@ -1,48 +1,60 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import MobiusCore
 import NetdevSession
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Appends every processed event to a file as one JSON line (`--record`), so a session can be replayed through
 /// ``Session/replay(events:from:)`` later. Events are encoded on the loop queue, in processing order, and written
 /// on a serial queue of the recorder's, so file I/O never blocks the loop; ``flush()`` waits for the writes. A
 /// failed write is reported once on standard error and recording stops.
 final class EventRecorder: MobiusLogger, @unchecked Sendable {
-    // @unchecked Sendable: `encoder` is used only on the loop queue, where the loop calls its logger one event at a
-    // time; `handle` and `failed` only on `writes`, a serial queue.
+    // @unchecked Sendable: `encoder` is used only by the loop, which calls its logger one event at a time;
+    // `failed` only on `writes`, a serial queue. `descriptor` is written to only on `writes`.
     typealias Model = NetdevSession.Model
     typealias Event = NetdevSession.Event
     typealias Effect = NetdevSession.Effect
 
-    private let handle: FileHandle
+    private let descriptor: Int32
     private let encoder = JSONEncoder()
     private let writes = DispatchQueue(label: "netdevd.record")
     private var failed = false
 
+    /// Opens `path` for appending (created with mode 0644 if missing); `nil`, said on standard error, when it
+    /// cannot be.
     init?(path: String) {
-        if !FileManager.default.fileExists(atPath: path) {
-            _ = FileManager.default.createFile(atPath: path, contents: nil)
-        }
-        guard let handle = FileHandle(forWritingAtPath: path) else {
-            FileHandle.standardError.write(Data("netdevd: cannot open --record file \(path)\n".utf8))
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            writeToStandardError("netdevd: cannot open --record file \(path): \(String(cString: strerror(errno)))\n")
             return nil
         }
-        handle.seekToEndOfFile()
-        self.handle = handle
+        self.descriptor = descriptor
         encoder.outputFormatting = [.sortedKeys]
+    }
+
+    deinit {
+        close(descriptor)
     }
 
     func willUpdate(model: Model, event: Event) {
         guard var encoded = try? encoder.encode(event) else { return }
         encoded.append(UInt8(ascii: "\n"))
-        let line = encoded
+        let line = [UInt8](encoded)
         writes.async { [self] in
             guard !failed else { return }
-            do {
-                try handle.write(contentsOf: line)
-            } catch {
-                failed = true
-                FileHandle.standardError.write(Data("netdevd: recording stopped: \(error)\n".utf8))
+            var offset = 0
+            while offset < line.count {
+                let written = line[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                if written < 0 && errno == EINTR { continue }
+                guard written > 0 else {
+                    failed = true
+                    writeToStandardError("netdevd: recording stopped: \(String(cString: strerror(errno)))\n")
+                    return
+                }
+                offset += written
             }
         }
     }

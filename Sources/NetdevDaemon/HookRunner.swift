@@ -1,7 +1,7 @@
 public import Dispatch
-import Foundation
+import FoundationEssentials
+import Locking
 public import NetdevSession
-import Synchronization
 public import Systemd
 
 #if canImport(Glibc)
@@ -35,7 +35,7 @@ public final class HookRunner: Sendable {
     public let killGrace: DispatchTimeInterval
     private let log: @Sendable (JournalEntry) -> Void
     /// The runs in progress, by id (for ``cancel(_:)``).
-    private let executions = Mutex<[Int: RunExecution]>([:])
+    private let executions = Locked<[Int: RunExecution]>([:])
     /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks.
     fileprivate let queue = DispatchQueue(label: "netdevd.hooks")
     /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).

@@ -1,6 +1,6 @@
 import Dispatch
+import Locking
 import NetdevSession
-import Synchronization
 import Systemd
 
 /// The session's journal entries on their way to journald, off the loop queue (sd_journal_sendv blocks while
@@ -15,7 +15,7 @@ final class JournalQueue: Sendable {
     }
 
     private let queue = DispatchQueue(label: "netdevd.journal")
-    private let pending = Mutex(Pending())
+    private let pending = Locked(Pending())
     private let write: @Sendable (LogEntry, JournalFieldNames) -> Void
     /// Only used on `queue`.
     private let names = JournalFieldNames()

@@ -1,12 +1,12 @@
 import Dispatch
+import Locking
 import MobiusCore
 import NetdevSession
-import Synchronization
 
 /// The session's timers: one Dispatch timer per ``TimerID``; starting one that runs restarts it.
 final class Timers: Sendable {
     private let queue: DispatchQueue
-    private let running = Mutex<[TimerID: SourceHandle]>([:])
+    private let running = Locked<[TimerID: SourceHandle]>([:])
 
     init(queue: DispatchQueue) {
         self.queue = queue

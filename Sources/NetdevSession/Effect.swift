@@ -1,8 +1,5 @@
-public import MobiusCore
-
 /// Everything the session asks the outside world to do. The daemon's effect handlers carry them out and report
 /// back with events.
-@CasePathable
 public enum Effect: Sendable, Equatable {
     /// Read links, addresses, routes and devices; answer with ``Event/enumerated(generation:snapshot:)``.
     case enumerate(generation: Int, subsystems: [String])
@@ -38,4 +35,48 @@ public enum Notification: Sendable, Equatable {
     case watchdog
     /// STATUS=text.
     case status(String)
+}
+
+/// Each case's associated values, `nil` for the other cases: what an effect router routes by
+/// (`routeEffects(withParameters: \.logEntry)`), exactly one property per case with values.
+extension Effect {
+    /// The generation and subsystems of `enumerate`.
+    public var enumeration: (generation: Int, subsystems: [String])? {
+        if case .enumerate(let generation, let subsystems) = self { (generation, subsystems) } else { nil }
+    }
+
+    /// The entry of `log`.
+    public var logEntry: LogEntry? {
+        if case .log(let entry) = self { entry } else { nil }
+    }
+
+    /// The notifications of `notify`.
+    public var notifications: [Notification]? {
+        if case .notify(let notifications) = self { notifications } else { nil }
+    }
+
+    /// The run of `runHooks`.
+    public var hookRun: HookRun? {
+        if case .runHooks(let run) = self { run } else { nil }
+    }
+
+    /// The run ids of `cancelHooks`.
+    public var cancelledHookRuns: [Int]? {
+        if case .cancelHooks(let ids) = self { ids } else { nil }
+    }
+
+    /// The timer and delay of `startTimer`.
+    public var timerStart: (TimerID, milliseconds: Int)? {
+        if case .startTimer(let timer, let milliseconds) = self { (timer, milliseconds) } else { nil }
+    }
+
+    /// The timer of `cancelTimer`.
+    public var cancelledTimer: TimerID? {
+        if case .cancelTimer(let timer) = self { timer } else { nil }
+    }
+
+    /// The status of `exit`.
+    public var exitStatus: Int32? {
+        if case .exit(let status) = self { status } else { nil }
+    }
 }

@@ -1,7 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import NetdevDaemon
 import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `netdevctl monitor`: the state, then every change, as readable lines or JSON (the whole state after each change).
 struct Monitor: ParsableCommand {
@@ -38,10 +42,19 @@ struct Monitor: ParsableCommand {
         if let failure { throw failure }
     }
 
+    /// The local time now as `HH:MM:SS.mmm`.
     static func timestamp() -> String {
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm:ss.SSS"
-        return formatter.string(from: Date())
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var local = tm()
+        localtime_r(&seconds, &local)
+        var text = [CChar](repeating: 0, count: 16)
+        let count = strftime(&text, text.count, "%H:%M:%S", &local)
+        let milliseconds = now.tv_nsec / 1_000_000
+        let fraction =
+            milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return String(decoding: text[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "." + fraction
     }
 
     /// What changed between two states, one line each.

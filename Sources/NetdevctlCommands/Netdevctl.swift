@@ -1,7 +1,11 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import NetdevDaemon
 import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `netdevctl` program, for the executables that run it: `netdevctl` itself, and `netdevd` when it is invoked
 /// under the name `netdevctl` (the package installs one binary for both).
@@ -35,13 +39,13 @@ struct Netdevctl: ParsableCommand {
             var command = try parseAsRoot(globalOptionsAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
             try command.run()
         } catch let failure as CommandFailure {
-            FileHandle.standardError.write(Data((failure.message + "\n").utf8))
-            Foundation.exit(failure.status)
+            writeToStandardError(failure.message + "\n")
+            Glibc.exit(failure.status)
         } catch {
             let code = exitCode(for: error)
             if code == .validationFailure {
-                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
-                Foundation.exit(2)
+                writeToStandardError(fullMessage(for: error) + "\n")
+                Glibc.exit(2)
             }
             exit(withError: error)
         }
@@ -156,7 +160,7 @@ func table(_ header: [String], _ rows: [[String]], legend: Bool) -> String {
     let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
     return all.map { row in
         row.enumerated().map { column, cell in
-            column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            column == row.count - 1 ? cell : cell + String(repeating: " ", count: max(0, widths[column] - cell.count))
         }.joined(separator: " ")
     }.joined(separator: "\n")
 }

@@ -1,8 +1,14 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Locking
 import NetdevDaemon
 import NetdevSession
 import Varlink
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `netdevctl wait-online`: block until the host (or the named links) is online, or say why not.
 struct WaitOnline: ParsableCommand {
@@ -51,8 +57,8 @@ struct WaitOnline: ParsableCommand {
         let outcome = WaitOutcome()
         if milliseconds > 0 {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-                FileHandle.standardError.write(Data(outcome.timeoutReport().utf8))
-                Foundation.exit(3)
+                writeToStandardError(outcome.timeoutReport())
+                Glibc.exit(3)
             }
         }
         var replies = MonitorReplies()
@@ -112,22 +118,19 @@ struct WaitOnline: ParsableCommand {
     }
 }
 
-/// What the wait last saw, for the timeout report. `@unchecked Sendable`: guarded by `lock`.
-final class WaitOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var lastMissing: [String] = ["no state from netdevd yet"]
-    private(set) var satisfied = false
+/// What the wait last saw, for the timeout report.
+final class WaitOutcome: Sendable {
+    private let lastMissing = Locked(["no state from netdevd yet"])
 
     func record(_ missing: [String], state: StateReport) {
-        lock.lock()
-        defer { lock.unlock() }
-        lastMissing = missing
-        satisfied = missing.isEmpty
+        lastMissing.withLock { $0 = missing }
+    }
+
+    var satisfied: Bool {
+        lastMissing.withLock { $0.isEmpty }
     }
 
     func timeoutReport() -> String {
-        lock.lock()
-        defer { lock.unlock() }
-        return "netdevctl: timed out waiting; still missing:\n" + lastMissing.map { "  \($0)\n" }.joined()
+        "netdevctl: timed out waiting; still missing:\n" + lastMissing.withLock { $0 }.map { "  \($0)\n" }.joined()
     }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// What one read of a ``RouteWatcher`` found.
 public struct RouteWatchBatch: Sendable, Equatable {
@@ -25,7 +25,7 @@ public struct RouteWatchBatch: Sendable, Equatable {
 /// batch, never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
 /// process may) so that floods rarely overflow.
 public final class RouteWatcher: Sendable {
-    private let socket: Mutex<NetlinkSocket>
+    private let socket: Locked<NetlinkSocket>
 
     /// The socket's file descriptor, for a Dispatch read source. Owned by the watcher.
     public let fileDescriptor: Int32
@@ -45,7 +45,7 @@ public final class RouteWatcher: Sendable {
             throw .system(error)
         }
         fileDescriptor = socket.fd
-        self.socket = Mutex(socket)
+        self.socket = Locked(socket)
     }
 
     /// Reads every datagram pending now, without blocking.

@@ -1,5 +1,5 @@
 internal import CUdev
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -72,7 +72,7 @@ public final class UdevMonitor: Sendable {
     /// Whether the receive buffer could be raised to the size asked for (it needs CAP_NET_ADMIN past rmem_max).
     public let receiveBufferRaised: Bool
 
-    private let handle: Mutex<MonitorHandle>
+    private let handle: Locked<MonitorHandle>
 
     /// Opens a monitor of `source` for `subsystems` (all when empty) and starts receiving.
     public init(
@@ -92,7 +92,7 @@ public final class UdevMonitor: Sendable {
         }
         self.source = resolved
         self.fileDescriptor = udev_monitor_get_fd(handle.monitor)
-        self.handle = Mutex(handle)
+        self.handle = Locked(handle)
     }
 
     /// Listens to `subsystems` from now on (all when empty); events of others already queued may still arrive.

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -94,14 +95,14 @@ public final class VarlinkClient {
         }
     }
 
-    /// The replies of a `more` call as an AsyncSequence, read on a thread of their own.
+    /// The replies of a `more` call as an AsyncSequence, read on a queue of their own (its thread blocks in recv).
     public static func stream(
         path: String,
         _ method: String,
         _ parameters: [String: JSONValue] = [:]
     ) -> AsyncThrowingStream<[String: JSONValue], any Error> {
         AsyncThrowingStream { continuation in
-            let thread = Thread {
+            DispatchQueue(label: "varlink.stream").async {
                 do {
                     let client = try VarlinkClient(path: path)
                     try client.callWithMore(method, parameters) { reply in
@@ -113,7 +114,6 @@ public final class VarlinkClient {
                     continuation.finish(throwing: error)
                 }
             }
-            thread.start()
         }
     }
 

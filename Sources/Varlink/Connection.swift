@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 public final class VarlinkReplier: Sendable {
     private weak let connection: Connection?
     private let queue: DispatchQueue
-    private let state = Guarded<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>(
+    private let state = Locked<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>(
         (false, false, nil))
     /// The call being answered.
     public let call: VarlinkCall

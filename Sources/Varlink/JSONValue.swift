@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A JSON value, Sendable and Equatable, for Varlink parameters of any shape.
 public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A Varlink call: `{"method": "io.netdevd.GetState", "parameters": {...}, "more": true}`.
 public struct VarlinkCall: Sendable, Equatable, Codable {

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -59,7 +60,7 @@ public final class VarlinkServer: Sendable {
     private let interfaces: [String: VarlinkInterface]
     private let limits: VarlinkLimits
     private let info: [String: JSONValue]
-    private let state = Guarded<ServerState>(ServerState())
+    private let state = Locked<ServerState>(ServerState())
 
     private struct ServerState {
         var source: SourceBox?

@@ -1,6 +1,7 @@
 import CasePaths
 import Dispatch
 import Foundation
+import MobiusCasePaths
 import MobiusCore
 import Testing
 

@@ -1,5 +1,6 @@
 // The README's example, compiled and run, so that what a reader copies works.
 
+import MobiusCasePaths
 import MobiusCore
 import MobiusTest
 import Synchronization

@@ -1,3 +1,5 @@
+public import Locking
+
 /// The engine of a ``MobiusLoop``: runs update on one event at a time, publishes models, dispatches effects.
 ///
 /// Threading: any thread may submit work (an event, or a new observer to greet with the current model). The first

@@ -1,4 +1,5 @@
 public import Dispatch
+public import Locking
 
 /// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
 ///

@@ -1,3 +1,5 @@
+public import Locking
+
 /// A closure that runs at most once, whichever thread asks first.
 @usableFromInline
 final class OnceClosure: Sendable {

@@ -1,3 +1,5 @@
+public import Locking
+
 /// The work in progress of one route: what to cancel when the route is disconnected.
 ///
 /// Work can finish before it is registered (a handler that ends its callback synchronously, a task that completes

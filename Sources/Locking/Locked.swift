@@ -4,7 +4,8 @@ public import Glibc
 public import Darwin
 #endif
 
-/// State guarded by a `pthread_mutex_t`: the lock of every shared mutable value in MobiusCore.
+/// State guarded by a `pthread_mutex_t`: the one lock type of the project, for every shared mutable value in
+/// MobiusCore, the adapters and the daemon.
 ///
 /// Why not `Synchronization.Mutex`: on Linux it takes contended locks through `FUTEX_LOCK_PI`, inside the kernel,
 /// where ThreadSanitizer cannot see the acquisition, so every contended critical section is reported as a data
@@ -13,13 +14,12 @@ public import Darwin
 ///
 /// `@unchecked Sendable`: `state` is only read or written inside `withLock`, between `pthread_mutex_lock` and
 /// `pthread_mutex_unlock` on `mutex`.
-@usableFromInline
-final class Locked<State: Sendable>: @unchecked Sendable {
+public final class Locked<State>: @unchecked Sendable {
     @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
     @usableFromInline var state: State
 
-    @usableFromInline
-    init(_ state: State) {
+    /// A lock around `state`.
+    public init(_ state: State) {
         self.state = state
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
@@ -34,7 +34,7 @@ final class Locked<State: Sendable>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state. `body` must not call `withLock` on the same lock.
     @inlinable
-    func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
