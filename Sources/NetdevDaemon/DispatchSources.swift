@@ -1,3 +1,4 @@
+internal import CLinux
 public import Dispatch
 public import MobiusCore
 public import NetdevSession
@@ -79,6 +80,25 @@ public final class ReadableEventSource: EventSource {
     }
 }
 
+/// Gives the memory of a burst back to the system once netdevd has been quiet for a second: glibc keeps freed
+/// memory in its heap, so without this the RSS after a burst stays at the burst's peak.
+enum MemoryTrim {
+    /// The burst that ended last; a trim waits for no newer one. Only used on the loop queue.
+    nonisolated(unsafe) private static var generation = 0
+
+    /// A monitor went quiet after a burst: trim in a second, unless another burst ends before. On `queue` (the
+    /// loop's, where every monitor reads).
+    static func burstEnded(on queue: DispatchQueue) {
+        generation += 1
+        let ended = generation
+        queue.asyncAfter(deadline: .now() + .seconds(1)) {
+            if ended == generation {
+                malloc_trim(0)
+            }
+        }
+    }
+}
+
 /// A read source that pauses itself for ``ReadableEventSource/coalescingWindow`` after each read that found
 /// something, and reads again from a timer while there is more.
 ///
@@ -115,6 +135,7 @@ private final class CoalescingReader: @unchecked Sendable {
             } else {
                 paused = false
                 source.resume()
+                MemoryTrim.burstEnded(on: queue)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import MobiusCore
 import NetdevSession
 import Netlink
@@ -67,11 +68,23 @@ struct EffectHandlers: Sendable {
             .routeEffects(withParameters: \.exitStatus).to { status in daemon.exit(status: status) }
     }
 
+    /// The netlink dump (links, then addresses, then routes) and the udev enumeration run at the same time: the
+    /// time to READY=1 is the longer of the two, not their sum.
     static func enumerate(generation: Int, subsystems: [String]) -> Event {
+        let devices = Locked<Result<[UdevDevice], UdevError>>(.success([]))
+        let enumerated = DispatchGroup()
+        if !subsystems.isEmpty {
+            DispatchQueue.global().async(group: enumerated) {
+                let result = Result { () throws(UdevError) in try UdevEnumerator().devices(subsystems: subsystems) }
+                devices.withLock { $0 = result }
+            }
+        }
+        let dump = Result { () throws(NetlinkError) in try RouteDumper().snapshot() }
+        enumerated.wait()
         do {
-            let dump = try RouteDumper().snapshot()
-            let devices = subsystems.isEmpty ? [] : try UdevEnumerator().devices(subsystems: subsystems)
-            return .enumerated(generation: generation, snapshot: KernelValues.snapshot(dump, devices: devices))
+            return .enumerated(
+                generation: generation,
+                snapshot: KernelValues.snapshot(try dump.get(), devices: try devices.withLock { $0 }.get()))
         } catch let error as NetlinkError {
             return .enumerationFailed(generation: generation, reason: error.description)
         } catch {

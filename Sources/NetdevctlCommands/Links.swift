@@ -12,10 +12,19 @@ struct Links: ParsableCommand {
     @OptionGroup var options: CommonOptions
 
     func run() throws {
-        let reply = try options.call("io.netdevd.ListLinks", pattern.map { ["pattern": .string($0)] } ?? [:])
-        if options.printJSON(reply["links"]) { return }
-        print(linkTable(try decode(reply["links"], as: [LinkReport].self), legend: !options.noLegend, addresses: false))
+        let parameters: [String: JSONValue] = pattern.map { ["pattern": .string($0)] } ?? [:]
+        if options.json != .off {
+            _ = options.printJSON(try options.call("io.netdevd.ListLinks", parameters)["links"])
+            return
+        }
+        let links = try options.call("io.netdevd.ListLinks", parameters, as: LinksReply.self).links
+        print(linkTable(links, legend: !options.noLegend, addresses: false))
     }
+}
+
+/// The parameters of `ListLinks`'s reply.
+struct LinksReply: Decodable {
+    var links: [LinkReport]
 }
 
 /// `netdevctl link NAME`.

@@ -110,6 +110,18 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
+    /// Calls `method` and decodes its reply into `Parameters` directly, turning service errors into exit status 1.
+    func call<Parameters: Decodable>(
+        _ method: String, _ parameters: [String: JSONValue] = [:], as type: Parameters.Type
+    ) throws -> Parameters {
+        let client = try self.client()
+        do {
+            return try client.call(method, parameters, as: type)
+        } catch {
+            throw CommandFailure(status: 1, message: "netdevctl: \(method) failed: \(error)")
+        }
+    }
+
     /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off.
     func printJSON(_ value: JSONValue?) -> Bool {
         guard json != .off, let value else { return false }
