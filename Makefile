@@ -80,5 +80,16 @@ benchmark-daemon: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
 
+# The recorded 500-pair burst (Benchmarks/ReplayLoop/Fixtures) replayed through a loop under callgrind: the
+# instructions per kernel message of MobiusCore and the session, repeatable on a noisy machine.
+benchmark-replay: deps
+	$(SWIFT) build -c release --product ReplayLoop
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+	gunzip -c Benchmarks/ReplayLoop/Fixtures/burst-500-pairs.jsonl.gz > .build/burst-500-pairs.jsonl
+	.build/release/ReplayLoop .build/burst-500-pairs.jsonl
+	valgrind --tool=callgrind --collect-atstart=no --toggle-collect=netdevd_replay_measured \
+		--callgrind-out-file=.build/replay.callgrind .build/release/ReplayLoop .build/burst-500-pairs.jsonl 2>&1 | \
+		awk '/Collected/ { printf "callgrind: %s instructions, %.0f per kernel message (10,000 messages)\n", $$4, $$4 / 10000 }'
+
 clean:
 	rm -rf .build .build-tsan .build-bench

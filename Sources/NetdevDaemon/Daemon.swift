@@ -107,11 +107,18 @@ public final class Daemon: Sendable {
         }
 
         let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
+        let window = options.receiveBufferBytes >= 1 << 20 ? ReadableEventSource.defaultCoalescingWindow : nil
         var sources = CompositeEventSourceBuilder<Event>()
             // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
-            // without waking another thread.
-            .addEventSource(ReadableEventSource.udev(monitor, queue: loopQueue, problem: problem))
-            .addEventSource(ReadableEventSource.netlink(watcher, queue: loopQueue, problem: problem))
+            // without waking another thread. Coalesced only with room in the buffers: even unraised (no
+            // CAP_NET_ADMIN) the kernel gives rmem_max twice, about 416 KiB, far more than a 5 ms window of
+            // messages; a test's 8 KiB buffer would overflow while the reader waits.
+            .addEventSource(
+                ReadableEventSource.udev(monitor, queue: loopQueue, coalescingWindow: window, problem: problem)
+            )
+            .addEventSource(
+                ReadableEventSource.netlink(watcher, queue: loopQueue, coalescingWindow: window, problem: problem)
+            )
             .addEventSource(SignalEventSource(queue: ioQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))

@@ -30,14 +30,17 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// `read` drains what is pending and returns the events it means; a thrown error is reported through `problem`
 /// and becomes `failure`, because a monitor that cannot read has lost events.
 ///
-/// Under load, reads are coalesced: the first message after a quiet spell is read at once; after that the source
-/// is paused and the descriptor read again ``coalescingWindow`` later (and every window while messages keep
-/// coming), so a burst of kernel messages wakes netdevd once per window instead of once per message.
+/// Under load, reads can be coalesced: the first message after a quiet spell is read at once; after that the
+/// source is paused and the descriptor read again `coalescingWindow` later (and every window while messages keep
+/// coming), so a burst of kernel messages wakes netdevd once per window instead of once per message. That needs
+/// a receive buffer with room for a window's messages (see ``Daemon``); without a window every message is read
+/// as soon as it arrives.
 public final class ReadableEventSource: EventSource {
-    /// How long a busy monitor waits between reads.
-    public static let coalescingWindow = DispatchTimeInterval.milliseconds(5)
+    /// The window netdevd uses with receive buffers of 1 MiB and more.
+    public static let defaultCoalescingWindow = DispatchTimeInterval.milliseconds(5)
 
     private let fileDescriptor: Int32
+    private let coalescingWindow: DispatchTimeInterval?
     private let queue: DispatchQueue
     private let read: @Sendable () throws -> [Event]
     private let failure: Event
@@ -47,11 +50,13 @@ public final class ReadableEventSource: EventSource {
     public init(
         fileDescriptor: Int32,
         queue: DispatchQueue,
+        coalescingWindow: DispatchTimeInterval? = nil,
         failure: Event,
         problem: @escaping SourceProblem,
         read: @escaping @Sendable () throws -> [Event]
     ) {
         self.fileDescriptor = fileDescriptor
+        self.coalescingWindow = coalescingWindow
         self.queue = queue
         self.failure = failure
         self.problem = problem
@@ -61,7 +66,8 @@ public final class ReadableEventSource: EventSource {
     /// Starts reading.
     public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
         let reader = CoalescingReader(
-            source: DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue), queue: queue
+            source: DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue), queue: queue,
+            window: coalescingWindow
         ) { [read, failure, problem] in
             do {
                 let events = try read()
@@ -99,27 +105,32 @@ enum MemoryTrim {
     }
 }
 
-/// A read source that pauses itself for ``ReadableEventSource/coalescingWindow`` after each read that found
-/// something, and reads again from a timer while there is more.
+/// A read source that pauses itself for its window after each read that found something, and reads again from a
+/// timer while there is more.
 ///
 /// `@unchecked Sendable`: `paused` and `cancelled` are read and written only on `queue`.
 private final class CoalescingReader: @unchecked Sendable {
     private let source: any DispatchSourceRead
     private let queue: DispatchQueue
+    private let window: DispatchTimeInterval?
     /// Reads and delivers what is pending; `true` when it found something.
     private let readPending: () -> Bool
     private var paused = false
     private var cancelled = false
 
-    init(source: any DispatchSourceRead, queue: DispatchQueue, readPending: @escaping () -> Bool) {
+    init(
+        source: any DispatchSourceRead, queue: DispatchQueue, window: DispatchTimeInterval?,
+        readPending: @escaping () -> Bool
+    ) {
         self.source = source
         self.queue = queue
+        self.window = window
         self.readPending = readPending
     }
 
     func start() {
         source.setEventHandler { [self] in
-            guard !cancelled, readPending() else { return }
+            guard !cancelled, readPending(), window != nil else { return }
             paused = true
             source.suspend()
             readLater()
@@ -128,7 +139,8 @@ private final class CoalescingReader: @unchecked Sendable {
     }
 
     private func readLater() {
-        queue.asyncAfter(deadline: .now() + ReadableEventSource.coalescingWindow) { [self] in
+        guard let window else { return }
+        queue.asyncAfter(deadline: .now() + window) { [self] in
             guard !cancelled else { return }
             if readPending() {
                 readLater()
@@ -157,12 +169,14 @@ private final class CoalescingReader: @unchecked Sendable {
 extension ReadableEventSource {
     /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
     public static func udev(
-        _ monitor: UdevMonitor, queue: DispatchQueue, problem: @escaping SourceProblem
+        _ monitor: UdevMonitor, queue: DispatchQueue, coalescingWindow: DispatchTimeInterval? = nil,
+        problem: @escaping SourceProblem
     )
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: monitor.fileDescriptor, queue: queue, failure: .monitorOverflowed(source: .udev),
+            fileDescriptor: monitor.fileDescriptor, queue: queue, coalescingWindow: coalescingWindow,
+            failure: .monitorOverflowed(source: .udev),
             problem: problem
         ) {
             let batch = try monitor.readAvailable()
@@ -173,12 +187,14 @@ extension ReadableEventSource {
     /// rtnetlink changes as session events; an overflow, or a malformed message (something was not understood,
     /// so the model may be wrong), becomes `monitorOverflowed(.netlink)`.
     public static func netlink(
-        _ watcher: RouteWatcher, queue: DispatchQueue, problem: @escaping SourceProblem
+        _ watcher: RouteWatcher, queue: DispatchQueue, coalescingWindow: DispatchTimeInterval? = nil,
+        problem: @escaping SourceProblem
     )
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: watcher.fileDescriptor, queue: queue, failure: .monitorOverflowed(source: .netlink),
+            fileDescriptor: watcher.fileDescriptor, queue: queue, coalescingWindow: coalescingWindow,
+            failure: .monitorOverflowed(source: .netlink),
             problem: problem
         ) {
             let batch = try watcher.readAvailable()
