@@ -13,11 +13,8 @@ struct Links: ParsableCommand {
 
     func run() throws {
         let parameters: [String: JSONValue] = pattern.map { ["pattern": .string($0)] } ?? [:]
-        if options.json != .off {
-            _ = options.printJSON(try options.call("io.netdevd.ListLinks", parameters)["links"])
-            return
-        }
         let links = try options.call("io.netdevd.ListLinks", parameters, as: LinksReply.self).links
+        if options.printJSON(encoding: links) { return }
         print(linkTable(links, legend: !options.noLegend, addresses: false))
     }
 }

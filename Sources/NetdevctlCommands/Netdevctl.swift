@@ -122,6 +122,20 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
+    /// Prints `value`, a decoded reply, as JSON in the chosen mode (the same text as printing the reply's JSON
+    /// values: keys sorted, absent optionals left out); returns `false` when JSON is off.
+    func printJSON(encoding value: some Encodable) -> Bool {
+        guard json != .off else { return false }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting =
+            json == .pretty
+            ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        if let data = try? encoder.encode(value) {
+            print(String(decoding: data, as: UTF8.self))
+        }
+        return true
+    }
+
     /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off.
     func printJSON(_ value: JSONValue?) -> Bool {
         guard json != .off, let value else { return false }
