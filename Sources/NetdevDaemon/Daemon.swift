@@ -123,11 +123,20 @@ public final class Daemon: Sendable {
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
         }
+        let journalQueue = JournalQueue { [weak self] item, names in
+            switch item {
+            case .session(let entry): self?.write(entry, names: names)
+            case .made(let entry): self?.send(entry)
+            }
+        }
+        // A hook's output goes through the same queue as the session's entries, so it follows the entry about the
+        // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            log: { [weak self] entry in self?.send(entry) })
+            log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: ioQueue)
-        let effects = EffectHandlers(daemon: self, monitor: monitor, hooks: hooks, timers: timers, ioQueue: ioQueue)
+        let effects = EffectHandlers(
+            daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)
         var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
             .withEventSource(sources.build())
         let recorder = options.recordFile.flatMap(EventRecorder.init(path:))

@@ -18,11 +18,13 @@ struct EffectHandlers: Sendable {
         notifyQueue.sync {}
     }
 
-    init(daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, ioQueue: DispatchQueue) {
+    init(
+        daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, journal: JournalQueue,
+        ioQueue: DispatchQueue
+    ) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
         let maximumPriority = daemon.options.maximumPriority
-        let journal = JournalQueue { entry, names in daemon.write(entry, names: names) }
         self.journal = journal
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(

@@ -99,19 +99,23 @@ final class HookProcess: @unchecked Sendable {
         done: @escaping (HookOutcome) -> Void
     ) {
         self.done = done
-        let pidfd = pidfd_open(pid, 0)
-        if pidfd >= 0 {
-            exitDescriptor = pidfd
-        } else {
+        exitDescriptor = pidfd_open(pid, 0)
+        let watched = watcher.watch(self)
+        if exitDescriptor >= 0 && !watched.contains(exitDescriptor) {
+            close(exitDescriptor)
+            exitDescriptor = -1
+        }
+        if exitDescriptor < 0 {
             let poll = DispatchSource.makeTimerSource(queue: queue)
             poll.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
             poll.setEventHandler { [self] in reap(watcher) }
             exitPoll = poll
             poll.resume()
         }
-        watcher.watch(self)
         if timeoutMilliseconds > 0 {
             after(.milliseconds(timeoutMilliseconds)) { [self] in
+                // A run cancelled (at stop) before its timeout is reported as killed, not as timed out.
+                guard !signalled else { return }
                 timedOut = true
                 terminate(killGrace: killGrace)
             }
@@ -209,16 +213,20 @@ final class HookWatcher: @unchecked Sendable {
         source?.cancel()
     }
 
-    /// Watches `process`'s pipe and pidfd. On queue.
-    func watch(_ process: HookProcess) {
+    /// Watches `process`'s pipe and pidfd; returns those it could (epoll_ctl fails on ENOMEM or ENOSPC, and the
+    /// process then checks its exit on a timer). On queue.
+    func watch(_ process: HookProcess) -> [Int32] {
+        var added: [Int32] = []
         for descriptor in [process.outputDescriptor, process.exitDescriptor] where descriptor >= 0 {
             var event = epoll_event()
             event.events = EPOLLIN.rawValue
             event.data.fd = descriptor
             if epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 {
                 watched[descriptor] = process
+                added.append(descriptor)
             }
         }
+        return added
     }
 
     /// Stops watching `descriptor` (before it is closed). On queue.
@@ -266,10 +274,12 @@ struct OutputTail {
         self.limit = limit
     }
 
-    /// Reads what the non-blocking `fd` has now; returns `false` at end of file or on an error.
+    /// Reads what the non-blocking `fd` has now, at most 256 KiB (a hook that never stops writing must not keep
+    /// the hooks' queue from its timers and other hooks: the rest waits for the next readiness); returns `false`
+    /// at end of file or on an error.
     mutating func readAvailable(from fd: Int32) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
+        for _ in 0..<16 {
             let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
             if count > 0 {
                 bytes += chunk[0..<count]
@@ -281,6 +291,7 @@ struct OutputTail {
             if count < 0 && errno == EINTR { continue }
             return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
         }
+        return true
     }
 
     var text: String {

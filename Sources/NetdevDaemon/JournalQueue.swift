@@ -9,26 +9,42 @@ import Systemd
 ///
 /// Field names are normalised once per distinct name (the session uses a handful), not once per entry.
 final class JournalQueue: Sendable {
+    /// A session entry, or one made elsewhere (a hook's output), kept in one queue so that the journal has them
+    /// in the order they happened.
+    enum Item: Sendable {
+        case session(LogEntry)
+        case made(JournalEntry)
+    }
+
     private struct Pending {
-        var entries: [LogEntry] = []
+        var entries: [Item] = []
         var scheduled = false
     }
 
     private let queue = DispatchQueue(label: "netdevd.journal")
     private let pending = Locked(Pending())
-    private let write: @Sendable (LogEntry, JournalFieldNames) -> Void
+    private let write: @Sendable (Item, JournalFieldNames) -> Void
     /// Only used on `queue`.
     private let names = JournalFieldNames()
 
     /// Entries are handed to `write` in order, on the writer's queue, with the cache of normalised names.
-    init(write: @escaping @Sendable (LogEntry, JournalFieldNames) -> Void) {
+    init(write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
         self.write = write
     }
 
-    /// Queues `entry`; wakes the writer if it is idle.
+    /// Queues a session entry; wakes the writer if it is idle.
     func append(_ entry: LogEntry) {
+        append(item: .session(entry))
+    }
+
+    /// Queues an entry made elsewhere (a hook's output), after the session entries queued before it.
+    func append(_ entry: JournalEntry) {
+        append(item: .made(entry))
+    }
+
+    private func append(item: Item) {
         let wake = pending.withLock { pending -> Bool in
-            pending.entries.append(entry)
+            pending.entries.append(item)
             defer { pending.scheduled = true }
             return !pending.scheduled
         }
@@ -46,7 +62,7 @@ final class JournalQueue: Sendable {
 
     private func drainPending() {
         while true {
-            let batch = pending.withLock { pending -> [LogEntry] in
+            let batch = pending.withLock { pending -> [Item] in
                 if pending.entries.isEmpty { pending.scheduled = false }
                 defer { pending.entries = [] }
                 return pending.entries

@@ -120,9 +120,10 @@ extension Transition {
         summariseDrops()
     }
 
-    /// Once nothing runs or waits, one journal entry counts the runs dropped as stale since the last one.
-    mutating func summariseDrops() {
-        guard model.hooks.isIdle, model.hooks.droppedSinceSummary > 0 else { return }
+    /// Once nothing runs or waits (or at the stop, `evenIfBusy`), one journal entry counts the runs dropped as
+    /// stale since the last one.
+    mutating func summariseDrops(evenIfBusy: Bool = false) {
+        guard model.hooks.isIdle || evenIfBusy, model.hooks.droppedSinceSummary > 0 else { return }
         let dropped = model.hooks.droppedSinceSummary
         model.hooks.droppedSinceSummary = 0
         log(

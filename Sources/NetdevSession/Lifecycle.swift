@@ -147,6 +147,13 @@ extension Transition {
             model.enumerationGeneration += 1
             effects.append(
                 .enumerate(generation: model.enumerationGeneration, subsystems: configuration.trackedSubsystems))
+        } else if subsystemsChanged && (model.phase == .resyncing || model.phase == .enumerating) {
+            // The enumeration in flight reads (and filters uevents to) the old subsystems: start it again with the
+            // new ones; its snapshot is newer than anything buffered.
+            model.enumerationGeneration += 1
+            model.buffered = []
+            effects.append(
+                .enumerate(generation: model.enumerationGeneration, subsystems: configuration.trackedSubsystems))
         }
     }
 
@@ -216,6 +223,7 @@ extension Transition {
     }
 
     mutating func finishStop() {
+        summariseDrops(evenIfBusy: true)
         model.phase = .stopped
         model.hooks = HookQueue()
         log(5, .stopped, "netdevd stopped")

@@ -117,3 +117,25 @@ struct ReloadAndStopTests {
         #expect(deadline.effects.last == .exit(status: 0))
     }
 }
+
+@Suite("Reload while resyncing")
+struct ReloadDuringResyncTests {
+    @Test("a reload that changes the tracked subsystems during a resync restarts the resync with the new ones")
+    func newSubsystemsRestartTheResync() throws {
+        var model = Fixture.running()
+        model = try #require(Session.update(model, .reloadRequested(by: "test")).model)
+        model = try #require(Session.update(model, .monitorOverflowed(source: .netlink)).model)
+        #expect(model.phase == .resyncing)
+        let generation = model.enumerationGeneration
+        let tracked = ["net", "input"]
+        let loaded = Session.update(
+            model, .configurationLoaded(Configuration(trackedSubsystems: tracked), warnings: []))
+        // The resync in flight reads the old subsystems (and the udev filter follows the enumeration): a new one.
+        #expect(loaded.effects.contains(.enumerate(generation: generation + 1, subsystems: tracked)))
+        #expect(loaded.model?.enumerationGeneration == generation + 1)
+        let same = Session.update(
+            model,
+            .configurationLoaded(Configuration(trackedSubsystems: model.configuration.trackedSubsystems), warnings: []))
+        #expect(!same.effects.contains { if case .enumerate = $0 { true } else { false } })
+    }
+}
