@@ -317,12 +317,16 @@ def idle(pid, seconds):
 
 
 def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald):
+    """Runs one `ip -batch` and waits until netdevctl lists `expected` links; returns the counters before it and
+    when `ip -batch` returned."""
     with tempfile.NamedTemporaryFile("w", suffix=".batch", delete=False) as f:
         f.write("\n".join(batch_lines) + "\n")
         batch = f.name
-    cpu_before, children_before = proc_stat(daemon.pid)
-    journald_before = sum(proc_stat(p)[0] for p in journald)
-    entries_before = journal_entries(daemon.pid)
+    cpu, children = proc_stat(daemon.pid)
+    before = {
+        "cpu": cpu, "children": children, "journald": sum(proc_stat(p)[0] for p in journald),
+        "entries": journal_entries(daemon.pid), "switches": sum(task_switches(daemon.pid).values()),
+    }
     sampler.reset()
     started = time.monotonic()
     subprocess.run(["ip", "-batch", batch], check=True)
@@ -332,7 +336,25 @@ def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald)
     figures[f"{label}: ip -batch took (s)"] = round(returned - started, 3)
     figures[f"{label}: netdevctl links lists all, after ip -batch returned (s)"] = round(listed, 3)
     figures[f"{label}: netdevctl polls while waiting"] = polls
-    return cpu_before, children_before, journald_before, entries_before, started, returned
+    return before, returned
+
+
+def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_label, problems):
+    """What the burst cost since `before`: CPU, switches, journal, memory, and the drift found after it."""
+    cpu, children = proc_stat(daemon.pid)
+    figures[f"{label}: netdevd CPU (s)"] = round(cpu - before["cpu"], 2)
+    figures[f"{label}: netdevd context switches (threads that still exist)"] = sum(
+        task_switches(daemon.pid).values()) - before["switches"]
+    figures[f"{label}: hook processes' CPU (s)"] = round(children - before["children"], 2)
+    figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - before["journald"], 2)
+    entries = journal_entries(daemon.pid)
+    figures[f"{label}: netdevd journal entries"] = entries_since(before["entries"], entries)
+    figures[f"{label}: journal entries by kind"] = entries_by_kind(before["entries"], entries, catalog)
+    figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
+    figures[f"{label}: {rss_label} (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+    figures[f"{label}: drift against ip -j link/addr"] = len(problems)
+    for problem in problems[:10]:
+        print(f"  drift: {problem}", file=sys.stderr)
 
 
 def main():
@@ -401,9 +423,7 @@ def main():
                 create += [f"link add nb{i:03d}a type veth peer name nb{i:03d}b",
                            f"link set nb{i:03d}a up", f"link set nb{i:03d}b up"]
             hook_lines0 = sum(1 for _ in open(hook_log))
-            switches0 = sum(task_switches(daemon.pid).values())
-            cpu0, children0, journald0, entries0, started, returned = burst(
-                figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
+            before, returned = burst(figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
             if not options.no_hooks:
                 hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
                 figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
@@ -411,20 +431,7 @@ def main():
                 figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
             problems = settle_drift(ctl, daemon.socket_path)
             time.sleep(1)
-            cpu1, children1 = proc_stat(daemon.pid)
-            figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
-            figures[f"{label}: netdevd context switches (threads that still exist)"] = sum(
-                task_switches(daemon.pid).values()) - switches0
-            figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
-            figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
-            entries1 = journal_entries(daemon.pid)
-            figures[f"{label}: netdevd journal entries"] = entries_since(entries0, entries1)
-            figures[f"{label}: journal entries by kind"] = entries_by_kind(entries0, entries1, catalog)
-            figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
-            figures[f"{label}: RSS at 1,000 links (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
-            figures[f"{label}: drift against ip -j link/addr"] = len(problems)
-            for problem in problems[:10]:
-                print(f"  drift: {problem}", file=sys.stderr)
+            burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS at 1,000 links", problems)
 
             if round_number == 1:
                 times = []
@@ -451,22 +458,10 @@ def main():
 
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
             delete = [f"link del nb{i:03d}a" for i in range(PAIRS)]
-            cpu0, children0, journald0, entries0, started, returned = burst(
-                figures, label, delete, ctl, daemon, sampler, 0, journald)
+            before, returned = burst(figures, label, delete, ctl, daemon, sampler, 0, journald)
             problems = settle_drift(ctl, daemon.socket_path)
             time.sleep(2)
-            cpu1, children1 = proc_stat(daemon.pid)
-            figures[f"{label}: netdevd CPU (s)"] = round(cpu1 - cpu0, 2)
-            figures[f"{label}: hook processes' CPU (s)"] = round(children1 - children0, 2)
-            figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - journald0, 2)
-            entries1 = journal_entries(daemon.pid)
-            figures[f"{label}: netdevd journal entries"] = entries_since(entries0, entries1)
-            figures[f"{label}: journal entries by kind"] = entries_by_kind(entries0, entries1, catalog)
-            figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
-            figures[f"{label}: RSS after delete (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
-            figures[f"{label}: drift against ip -j link/addr"] = len(problems)
-            for problem in problems[:10]:
-                print(f"  drift: {problem}", file=sys.stderr)
+            burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems)
         if options.perf:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()

@@ -49,11 +49,16 @@ func isKernelMessage(_ event: Event) -> Bool {
     }
 }
 
-guard CommandLine.arguments.count == 2,
-    let text = try? String(contentsOfFile: CommandLine.arguments[1], encoding: .utf8)
-else {
+guard CommandLine.arguments.count == 2 else {
     FileHandle.standardError.write(Data("usage: ReplayLoop RECORDING.jsonl\n".utf8))
     exit(2)
+}
+let text: String
+do {
+    text = try String(contentsOfFile: CommandLine.arguments[1], encoding: .utf8)
+} catch {
+    FileHandle.standardError.write(Data("ReplayLoop: cannot read \(CommandLine.arguments[1]): \(error)\n".utf8))
+    exit(1)
 }
 let decoder = JSONDecoder()
 let events = try text.split(separator: "\n").map { line in try decoder.decode(Event.self, from: Data(line.utf8)) }

@@ -20,24 +20,12 @@ public final class ControlService: Sendable {
         var parked: [@Sendable (Model) -> Void] = []
         /// Replies to calls without parameters, encoded once per change sequence (`GetState`, `ListLinks`,
         /// `ListDevices` and the first reply of `Monitor`): at 1,000 links a query is a copy, not an encoding.
-        var replies: [CachedReply: (version: ReplyVersion, bytes: [UInt8])] = [:]
+        var replies: [CachedReply: (sequence: Int, bytes: [UInt8])] = [:]
     }
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
         case state, links, devices
-    }
-
-    /// What a kept reply was encoded from: the change sequence, and the one reported counter that can change
-    /// without it (a debounced run replacing a waiting one).
-    private struct ReplyVersion: Equatable {
-        let sequence: Int
-        let staleHookRunsDropped: Int
-
-        init(_ model: Model) {
-            sequence = model.changeSequence
-            staleHookRunsDropped = model.counters.staleHookRunsDropped
-        }
     }
 
     private let state = Locked(State())
@@ -187,17 +175,16 @@ public final class ControlService: Sendable {
     private func cached(
         _ kind: CachedReply, _ model: Model, _ parameters: (Model) -> [String: some Encodable]
     ) -> [UInt8] {
-        let version = ReplyVersion(model)
         let hit = withState { state in state.replies[kind] }
-        if let hit, hit.version == version {
+        if let hit, hit.sequence == model.changeSequence {
             return hit.bytes
         }
         // Encoded outside the lock, so a query at 1,000 links never holds up the loop's publishing. Kept only if
         // no newer model was published meanwhile.
         let bytes = Self.encoded(parameters(model)) ?? Self.emptyObject
         withState { state in
-            if state.latest.map(ReplyVersion.init) == version {
-                state.replies[kind] = (version, bytes)
+            if state.latest?.changeSequence == model.changeSequence {
+                state.replies[kind] = (model.changeSequence, bytes)
             }
         }
         return bytes
@@ -207,12 +194,11 @@ public final class ControlService: Sendable {
     private static func cached(
         _ kind: CachedReply, _ model: Model, in state: inout State, _ parameters: (Model) -> [String: some Encodable]
     ) -> [UInt8] {
-        let version = ReplyVersion(model)
-        if let hit = state.replies[kind], hit.version == version {
+        if let hit = state.replies[kind], hit.sequence == model.changeSequence {
             return hit.bytes
         }
         let bytes = encoded(parameters(model)) ?? emptyObject
-        state.replies[kind] = (version, bytes)
+        state.replies[kind] = (model.changeSequence, bytes)
         return bytes
     }
 

@@ -106,7 +106,18 @@ public final class Daemon: Sendable {
                     + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
         }
 
-        let problem: SourceProblem = { [weak self] text in self?.log(4, text) }
+        let journalQueue = JournalQueue { [weak self] item, names in
+            switch item {
+            case .session(let entry): self?.write(entry, names: names)
+            case .made(let entry): self?.send(entry)
+            }
+        }
+        // The monitors read on the loop queue: what they report goes through the journal's queue, never a
+        // blocking send from the loop.
+        let maximumPriority = options.maximumPriority
+        let problem: SourceProblem = { text in
+            if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
+        }
         let window = options.receiveBufferBytes >= 1 << 20 ? ReadableEventSource.defaultCoalescingWindow : nil
         var sources = CompositeEventSourceBuilder<Event>()
             // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
@@ -122,12 +133,6 @@ public final class Daemon: Sendable {
             .addEventSource(SignalEventSource(queue: ioQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
-        }
-        let journalQueue = JournalQueue { [weak self] item, names in
-            switch item {
-            case .session(let entry): self?.write(entry, names: names)
-            case .made(let entry): self?.send(entry)
-            }
         }
         // A hook's output goes through the same queue as the session's entries, so it follows the entry about the
         // change that ran the hook.

@@ -98,8 +98,9 @@ enum MemoryTrim {
         generation += 1
         let ended = generation
         queue.asyncAfter(deadline: .now() + .seconds(1)) {
+            // Trimming walks the heap (milliseconds): not on the loop's queue.
             if ended == generation {
-                malloc_trim(0)
+                DispatchQueue.global(qos: .utility).async { malloc_trim(0) }
             }
         }
     }

@@ -79,7 +79,8 @@ public struct Model: Codable, Sendable, Equatable {
     public var debouncing: [HookSubject: OperationalState]
     /// Counters.
     public var counters: Counters
-    /// Increases whenever links, devices, the phase or the configuration change: clients see gaps in it.
+    /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
+    /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
 
     private var storedConfiguration: Configuration

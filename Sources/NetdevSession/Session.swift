@@ -73,6 +73,8 @@ struct Transition {
     let phaseBefore: Phase
     let configurationBefore: Configuration
     let sequenceBefore: Int
+    /// The one reported counter that can change while links, devices, phase and configuration stay the same.
+    let droppedBefore: Int
     var model: Model
     var effects: [Effect] = []
     /// Links or devices changed (set where the change is made, so `next` need not compare whole dictionaries).
@@ -82,6 +84,7 @@ struct Transition {
         phaseBefore = model.phase
         configurationBefore = model.configuration
         sequenceBefore = model.changeSequence
+        droppedBefore = model.counters.staleHookRunsDropped
         self.model = model
     }
 
@@ -95,7 +98,9 @@ struct Transition {
             return effects.isEmpty ? .noChange : .dispatchEffects(effects)
         }
         var model = self.model
-        if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore {
+        if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore
+            || model.counters.staleHookRunsDropped != droppedBefore
+        {
             model.changeSequence = sequenceBefore + 1
         }
         return .next(model, effects: effects)

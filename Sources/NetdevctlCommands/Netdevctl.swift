@@ -122,31 +122,27 @@ struct CommonOptions: ParsableArguments {
         }
     }
 
-    /// Prints `value`, a decoded reply, as JSON in the chosen mode (the same text as printing the reply's JSON
-    /// values: keys sorted, absent optionals left out); returns `false` when JSON is off.
+    /// Prints `value` (a reply's JSON values, or a decoded reply: the same text, keys sorted and absent optionals
+    /// left out) as JSON in the chosen mode; returns `false` when JSON is off. A value that cannot be encoded is
+    /// said on standard error.
     func printJSON(encoding value: some Encodable) -> Bool {
         guard json != .off else { return false }
         let encoder = JSONEncoder()
         encoder.outputFormatting =
             json == .pretty
             ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        if let data = try? encoder.encode(value) {
-            print(String(decoding: data, as: UTF8.self))
+        do {
+            print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        } catch {
+            writeToStandardError("netdevctl: cannot print the reply as JSON: \(error)\n")
         }
         return true
     }
 
-    /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off.
+    /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off or there is no value.
     func printJSON(_ value: JSONValue?) -> Bool {
-        guard json != .off, let value else { return false }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting =
-            json == .pretty
-            ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
-        if let data = try? encoder.encode(value) {
-            print(String(decoding: data, as: UTF8.self))
-        }
-        return true
+        guard let value else { return false }
+        return printJSON(encoding: value)
     }
 }
 

@@ -29,6 +29,22 @@ struct HookTests {
         #expect(change.kind.id == "4d0b1a6f8e2c4b7e9a31c5d2e7f80a13")
     }
 
+    @Test("a drop that changes nothing else still moves the change sequence, so clients learn the new count")
+    func dropAloneMovesTheSequence() throws {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        model = try #require(Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model)  // runs
+        model = try #require(Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: false))).model)
+        #expect(model.hooks.waiting.count == 1)
+        model.configuration.debounceMilliseconds = 50
+        model = try #require(Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model)
+        let sequence = model.changeSequence
+        // The debounce ends: the held state's run replaces the waiting one; no link, device or phase changes.
+        let fired = Session.update(model, .timerFired(.debounce(.link(index: 2))))
+        let after = try #require(fired.model)
+        #expect(after.counters.staleHookRunsDropped == model.counters.staleHookRunsDropped + 1)
+        #expect(after.changeSequence == sequence + 1)
+    }
+
     @Test("one subject runs serially: a second change waits; a third replaces it as stale (dropped, counted, logged)")
     func serialAndStale() {
         var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
