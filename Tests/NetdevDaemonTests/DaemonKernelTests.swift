@@ -2,6 +2,7 @@ import Foundation
 import KernelTestSupport
 import NetdevSession
 import Testing
+import Varlink
 
 /// netdevd as a child process in the harness: NOTIFY_SOCKET bound by the test, logging to the private journald,
 /// hooks from a directory of the test's.
@@ -290,8 +291,18 @@ struct DaemonBadDayTests {
         defer { _ = try? ipBatch((0..<500).map { "link del burst\($0)a" }) }
         let resynced = try journal(of: daemon, "MESSAGE_ID", MessageKind.resynced.id) { !$0.isEmpty }
         #expect(!resynced.isEmpty, "no resync was logged")
-        usleep(1_000_000)
         let kernel = try jsonObjects(ip("-j", "link", "show")).compactMap { $0["ifname"] as? String }.sorted()
+        // With an 8 KiB buffer, trailing uevents can overflow it again after the first resync: wait until netdevd
+        // has converged on the kernel's links (running, every link), however many resyncs that takes.
+        let converged = try waitUntil(timeout: 30) {
+            let client = try VarlinkClient(path: daemon.socket)
+            let state = try client.call("io.netdevd.GetState")["state"]
+            guard state?["phase"]?.stringValue == "running", case .array(let links)? = state?["links"] else {
+                return false
+            }
+            return links.compactMap { $0["name"]?.stringValue }.sorted() == kernel
+        }
+        #expect(converged, "netdevd did not converge on the kernel's \(kernel.count) links within 30 s")
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus(timeout: 20) == 0)
         let lines = try String(contentsOfFile: record, encoding: .utf8).split(separator: "\n")
