@@ -13,7 +13,8 @@ creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them wit
   - `netdevctl links` wall time at 1,000 links;
   - the time until every link's hooks ran for its settled state;
   - journald's CPU and netdevd's journal entries per burst;
-  - idle wake-ups (context switches of every thread) and threads started over --idle-seconds;
+  - idle wake-ups (context switches of every thread) and threads started over --idle-seconds, before the
+    bursts and after them;
   - the binary's size.
 
 Every figure is printed as a line `name: value`, and the whole as JSON with --json FILE.
@@ -465,6 +466,10 @@ def main():
         if options.perf:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
+        if options.idle_seconds > 0:
+            # Idle again: the bursts' threads, timers and hook supervision must not leave a wake-up behind.
+            wakeups, threads = idle(daemon.pid, options.idle_seconds)
+            figures[f"idle wake-ups per minute after the bursts (over {options.idle_seconds:g} s)"] = round(wakeups, 1)
         figures["peak RSS of the process (VmHWM, MiB)"] = round(proc_status(daemon.pid, "VmHWM"), 1)
     finally:
         if sampler:

@@ -298,6 +298,15 @@ HOOK
 hooks=$(C ls /etc/netdevd/hooks.d | paste -sd' ')
 nhooks=$(echo "$hooks" | wc -w)
 say "hooks installed: $hooks (examples shipped:${examples:- none})"
+# Runs whose hooks all exited 0 are logged at debug priority: this step runs netdevd with --log-level debug.
+C mkdir -p /etc/systemd/system/netdevd.service.d
+C sh -c 'cat > /etc/systemd/system/netdevd.service.d/e2e-debug.conf' <<'EOF'
+[Service]
+ExecStart=
+ExecStart=/usr/sbin/netdevd --log-target journal --log-level debug
+EOF
+C systemctl daemon-reload
+C systemctl restart netdevd.service
 c0=$(mark)
 hook_out() { C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=99-e2e-env > "$WORK/c-hook.txt" 2>&1; }
 # One run's output is one journal entry; block "EVENT SUBJECT" prints that run's lines.
@@ -365,6 +374,9 @@ else
     echo "$failed" | indent
     fail "c. hook runs: link-added ethe2e0 with all $nhooks hooks: '${ran:-no such entry}'; failures: ${failed:-none}"
 fi
+C rm -f /etc/systemd/system/netdevd.service.d/e2e-debug.conf
+C systemctl daemon-reload
+C systemctl restart netdevd.service
 
 # ---- d. reload -----------------------------------------------------------------------------------------------------
 c0=$(mark)

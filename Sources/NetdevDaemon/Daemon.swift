@@ -48,7 +48,10 @@ public final class Daemon: Sendable {
     private let journal: Journal
     private let notifier = ServiceNotifier()
     private let loopQueue = DispatchQueue(label: "netdevd.loop")
-    private let ioQueue = DispatchQueue(label: "netdevd.io", attributes: .concurrent)
+    // Serial queues only: they run on libdispatch's overcommit threads. A concurrent or global queue starts its
+    // workqueue monitor, a timer that wakes netdevd every second for as long as it runs.
+    private let ioQueue = DispatchQueue(label: "netdevd.io")
+    private let signalQueue = DispatchQueue(label: "netdevd.signals")
     private let exitStatus = Locked<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     private let notifyWarned = Locked(false)
@@ -130,16 +133,16 @@ public final class Daemon: Sendable {
             .addEventSource(
                 ReadableEventSource.netlink(watcher, queue: loopQueue, coalescingWindow: window, problem: problem)
             )
-            .addEventSource(SignalEventSource(queue: ioQueue))
+            .addEventSource(SignalEventSource(queue: signalQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
-            sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: ioQueue))
+            sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: signalQueue))
         }
         // A hook's output goes through the same queue as the session's entries, so it follows the entry about the
         // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
             log: { entry in journalQueue.append(entry) })
-        let timers = Timers(queue: ioQueue)
+        let timers = Timers(queue: signalQueue)
         let effects = EffectHandlers(
             daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)
         var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
@@ -230,7 +233,7 @@ public final class Daemon: Sendable {
     #if DEBUG
     private func blockLoopOnSIGUSR1() -> SourceHandle {
         signal(SIGUSR1, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: ioQueue)
+        let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: signalQueue)
         let loopQueue = self.loopQueue
         source.setEventHandler { loopQueue.async { sleep(3) } }
         source.resume()

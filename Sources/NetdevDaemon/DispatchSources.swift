@@ -91,6 +91,8 @@ public final class ReadableEventSource: EventSource {
 enum MemoryTrim {
     /// The burst that ended last; a trim waits for no newer one. Only used on the loop queue.
     nonisolated(unsafe) private static var generation = 0
+    /// Serial, like every queue of netdevd's (see ``Daemon``).
+    private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
 
     /// A monitor went quiet after a burst: trim in a second, unless another burst ends before. On `queue` (the
     /// loop's, where every monitor reads).
@@ -100,7 +102,7 @@ enum MemoryTrim {
         queue.asyncAfter(deadline: .now() + .seconds(1)) {
             // Trimming walks the heap (milliseconds): not on the loop's queue.
             if ended == generation {
-                DispatchQueue.global(qos: .utility).async { malloc_trim(0) }
+                trimQueue.async { malloc_trim(0) }
             }
         }
     }

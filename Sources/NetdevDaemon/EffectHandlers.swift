@@ -72,11 +72,13 @@ struct EffectHandlers: Sendable {
 
     /// The netlink dump (links, then addresses, then routes) and the udev enumeration run at the same time: the
     /// time to READY=1 is the longer of the two, not their sum.
+    private static let udevEnumerationQueue = DispatchQueue(label: "netdevd.udev-enumeration")
+
     static func enumerate(generation: Int, subsystems: [String]) -> Event {
         let devices = Locked<Result<[UdevDevice], UdevError>>(.success([]))
         let enumerated = DispatchGroup()
         if !subsystems.isEmpty {
-            DispatchQueue.global().async(group: enumerated) {
+            udevEnumerationQueue.async(group: enumerated) {
                 let result = Result { () throws(UdevError) in try UdevEnumerator().devices(subsystems: subsystems) }
                 devices.withLock { $0 = result }
             }

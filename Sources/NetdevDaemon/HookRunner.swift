@@ -1,5 +1,4 @@
 public import Dispatch
-import FoundationEssentials
 import Locking
 public import NetdevSession
 public import Systemd
@@ -28,7 +27,8 @@ public struct HookFile: Sendable, Equatable {
 /// files owned by root and not writable by group or others run; the others are refused with the reason.
 public final class HookRunner: Sendable {
     /// The directories searched, highest priority first.
-    public let directories: [String]
+    public var directories: [String] { discovery.directories }
+    private let discovery: HookDiscovery
     /// How much of a hook's output is kept, from the end.
     public let outputTailBytes = 4096
     /// How long a hook has between SIGTERM and SIGKILL.
@@ -47,7 +47,7 @@ public final class HookRunner: Sendable {
         killGrace: DispatchTimeInterval = .seconds(5),
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
-        self.directories = directories
+        self.discovery = HookDiscovery(directories: directories)
         self.killGrace = killGrace
         self.log = log
         self.watcher = HookWatcher(queue: queue)
@@ -55,37 +55,7 @@ public final class HookRunner: Sendable {
 
     /// The hooks that would run now, in lexical order, with refusals explained.
     public func hooks() -> [HookFile] {
-        var chosen: [String: String] = [:]
-        for directory in directories.reversed() {
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            where !Self.isLeftover(name) {
-                chosen[name] = directory + "/" + name
-            }
-        }
-        return chosen.keys.sorted().compactMap { name in
-            let path = chosen[name]!
-            if (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) == "/dev/null" {
-                return nil
-            }
-            return HookFile(name: name, path: path, refusal: Self.refusal(path))
-        }
-    }
-
-    /// Names that are never hooks: hidden files, editor backups and the copies dpkg and ucf leave beside a
-    /// changed file (`50-x.dpkg-old`, `.dpkg-dist`, `.dpkg-new`, `.ucf-dist`, ...), as run-parts skips them.
-    static func isLeftover(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix("~") || name.contains(".dpkg-") || name.contains(".ucf-")
-            || name.hasSuffix(".rpmnew") || name.hasSuffix(".rpmsave") || name.hasSuffix(".swp")
-    }
-
-    static func refusal(_ path: String) -> String? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return "cannot be examined: \(String(cString: strerror(errno)))" }
-        guard (status.st_mode & S_IFMT) == S_IFREG else { return "is not a regular file" }
-        guard status.st_uid == 0 else { return "is owned by uid \(status.st_uid), not root" }
-        guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return "is writable by group or others" }
-        guard status.st_mode & S_IXUSR != 0 else { return "is not executable" }
-        return nil
+        discovery.hooks()
     }
 
     /// Runs every hook for `run`, one after another, then calls `finished` with the result (on the runner's
@@ -135,14 +105,10 @@ public final class HookRunner: Sendable {
     static func environment(for run: HookRun) -> [String] {
         var values = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
         values += run.environment.map { "\($0.name)=\($0.value)" }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let json: Data? =
-            if let link = run.link { try? encoder.encode(LinkDescription(link)) } else if let device = run.device {
-                try? encoder.encode(device)
-            } else { nil }
-        if let json {
-            values.append("NETDEVD_JSON=" + String(decoding: json, as: UTF8.self))
+        if let link = run.link {
+            values.append("NETDEVD_JSON=" + HookJSON.describe(link))
+        } else if let device = run.device {
+            values.append("NETDEVD_JSON=" + HookJSON.describe(device))
         }
         return values
     }
@@ -220,28 +186,5 @@ private final class RunExecution: @unchecked Sendable {
     func cancel() {
         cancelled = true
         current?.terminate(killGrace: runner.killGrace)
-    }
-}
-
-/// The `NETDEVD_JSON` of a link: its state, addresses, routes and derived operational state.
-struct LinkDescription: Encodable {
-    let index: Int32
-    let name: String
-    let kind: String?
-    let macAddress: String?
-    let mtu: Int?
-    let operationalState: String
-    let addresses: [String]
-    let defaultRoutes: [DefaultRoute]
-
-    init(_ link: Link) {
-        index = link.index
-        name = link.name
-        kind = link.state.kind
-        macAddress = link.state.macAddress
-        mtu = link.state.mtu
-        operationalState = link.operationalState.rawValue
-        addresses = link.addresses.map(\.cidr)
-        defaultRoutes = link.defaultRoutes
     }
 }

@@ -22,15 +22,18 @@ final class Timers: Sendable {
                 running[id] = nil
                 return true
             }
+            // A fired one-shot source stays registered with Dispatch until it is cancelled.
+            handle.cancel()
             if current == true {
                 fire(id)
             }
         }
-        timer.resume()
+        // Registered before it is armed: a 0 ms timer can fire before `resume()` returns.
         running.withLock { running in
             running[id]?.cancel()
             running[id] = handle
         }
+        timer.resume()
     }
 
     func cancel(_ id: TimerID) {

@@ -96,9 +96,11 @@ extension Transition {
             LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id)),
         ]
         if result.succeeded {
+            // Debug: hooks that did their job are not news (a burst runs thousands); failures are warnings, and
+            // the counters in `netdevctl status` count every run.
             let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
             log(
-                result.hooks.isEmpty ? 7 : 6, .hookRunFinished,
+                7, .hookRunFinished,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
                 fields)
         } else {

@@ -248,7 +248,9 @@ struct DaemonBadDayTests {
 
     @Test("TimeoutSec=0 means no limit: a hook that takes its time finishes and is not killed")
     func noHookTimeout() throws {
-        let daemon = try RunningDaemon(hook: "#!/bin/sh\nsleep 0.6\n", configuration: "[Hooks]\nTimeoutSec=0\n")
+        let daemon = try RunningDaemon(
+            hook: "#!/bin/sh\nsleep 0.6\n", configuration: "[Hooks]\nTimeoutSec=0\n",
+            extraArguments: ["--log-level", "debug"])
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         try ip("link", "add", "nto0", "type", "veth", "peer", "name", "nto1")
         defer { _ = try? ip("link", "del", "nto0") }

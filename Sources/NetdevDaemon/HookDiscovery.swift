@@ -1,0 +1,117 @@
+import Locking
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds the hooks to run, and says why a file found must not run.
+///
+/// Discovery runs before every hook run, so a hook dropped into a directory is used from the next event on, with
+/// no reload. A directory is listed again only when it changed (its inode or modification time); each hook file
+/// is examined (mask, owner, mode) on every run, so a hook made writable by others is refused from the next run on.
+/// A listing made within a second of the directory's last change is not reused: a file added in the same tick of
+/// the kernel's coarse clock would leave the modification time as it was.
+final class HookDiscovery: Sendable {
+    /// The directories searched, highest priority first.
+    let directories: [String]
+    private let listings = Locked<[String: Listing]>([:])
+
+    /// One directory's names, and the identity of the directory they were read from.
+    private struct Listing {
+        var identity: Identity
+        var names: [String]
+    }
+
+    /// What changes when a directory's entries do.
+    private struct Identity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var modifiedSeconds: Int
+        var modifiedNanoseconds: Int
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            modifiedSeconds = Int(status.st_mtim.tv_sec)
+            modifiedNanoseconds = Int(status.st_mtim.tv_nsec)
+        }
+    }
+
+    init(directories: [String]) {
+        self.directories = directories
+    }
+
+    /// The hooks that would run now, in lexical order; a same-named file in an earlier directory overrides, one
+    /// that is a symlink to `/dev/null` masks. Refusals are explained, not dropped.
+    func hooks() -> [HookFile] {
+        var chosen: [String: String] = [:]
+        for directory in directories.reversed() {
+            for name in names(in: directory) {
+                chosen[name] = directory + "/" + name
+            }
+        }
+        return chosen.keys.sorted().compactMap { name in
+            let path = chosen[name]!
+            if Self.isMask(path) { return nil }
+            return HookFile(name: name, path: path, refusal: Self.refusal(path))
+        }
+    }
+
+    /// The entries of `directory` that may be hooks; none if it does not exist or cannot be read.
+    private func names(in directory: String) -> [String] {
+        var status = stat()
+        guard stat(directory, &status) == 0 else {
+            listings.withLock { _ = $0.removeValue(forKey: directory) }
+            return []
+        }
+        let identity = Identity(status)
+        if let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
+            return listing.names
+        }
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if !Self.isLeftover(name) { names.append(name) }
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let settled = Int(now.tv_sec) - identity.modifiedSeconds > 1
+        listings.withLock { listings in
+            listings[directory] = settled ? Listing(identity: identity, names: names) : nil
+        }
+        return names
+    }
+
+    /// Names that are never hooks: `.` and `..`, hidden files, editor backups and the copies dpkg and ucf leave
+    /// beside a changed file (`50-x.dpkg-old`, `.dpkg-dist`, `.dpkg-new`, `.ucf-dist`, ...), as run-parts skips
+    /// them.
+    static func isLeftover(_ name: String) -> Bool {
+        name.hasPrefix(".") || name.hasSuffix("~") || name.contains(".dpkg-") || name.contains(".ucf-")
+            || name.hasSuffix(".rpmnew") || name.hasSuffix(".rpmsave") || name.hasSuffix(".swp")
+    }
+
+    /// A symlink to `/dev/null`: the hook of that name is masked.
+    static func isMask(_ path: String) -> Bool {
+        var status = stat()
+        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFLNK else { return false }
+        var target = [CChar](repeating: 0, count: 16)
+        let count = readlink(path, &target, target.count)
+        return count == 9 && target.prefix(9).elementsEqual("/dev/null".utf8.map { CChar(bitPattern: $0) })
+    }
+
+    /// Why the file at `path` must not run (not a regular file, not root's, writable by group or others, not
+    /// executable), or `nil` when it may. Symlinks are followed: the file they name is what runs.
+    static func refusal(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return "cannot be examined: \(String(cString: strerror(errno)))" }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { return "is not a regular file" }
+        guard status.st_uid == 0 else { return "is owned by uid \(status.st_uid), not root" }
+        guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return "is writable by group or others" }
+        guard status.st_mode & S_IXUSR != 0 else { return "is not executable" }
+        return nil
+    }
+}

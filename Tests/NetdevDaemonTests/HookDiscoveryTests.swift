@@ -1,0 +1,132 @@
+import Foundation
+import NetdevDaemon
+import NetdevSession
+import Testing
+
+@Suite("Hook discovery and NETDEVD_JSON")
+struct HookDiscoveryTests {
+    /// A fresh directory for one test, removed by `body`'s end.
+    func withDirectory(_ body: (String) throws -> Void) throws {
+        let directory = NSTemporaryDirectory() + "netdevd-discovery-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try body(directory)
+    }
+
+    func install(_ path: String, mode: Int = 0o755) {
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n".utf8)))
+        #expect(chmod(path, mode_t(mode)) == 0)
+    }
+
+    /// Sets the directory's modification time to `seconds` since the epoch.
+    func setModified(_ directory: String, seconds: Int) {
+        var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, directory, &times, 0) == 0)
+    }
+
+    @Test("a hook added, removed or masked, and one made writable by others, count from the next run on")
+    func changesSeenWithoutReload() throws {
+        try withDirectory { directory in
+            let runner = HookRunner(directories: [directory], log: { _ in })
+            install(directory + "/10-a")
+            setModified(directory, seconds: time(nil) - 10)
+            #expect(runner.hooks().map(\.name) == ["10-a"])
+            #expect(runner.hooks().map(\.name) == ["10-a"])
+
+            install(directory + "/20-b")
+            #expect(runner.hooks().map(\.name) == ["10-a", "20-b"])
+
+            #expect(chmod(directory + "/10-a", 0o777) == 0)
+            #expect(runner.hooks().first?.refusal == "is writable by group or others")
+
+            #expect(unlink(directory + "/20-b") == 0)
+            #expect(symlink("/dev/null", directory + "/20-b") == 0)
+            #expect(runner.hooks().map(\.name) == ["10-a"], "a /dev/null symlink masks")
+            #expect(unlink(directory + "/10-a") == 0)
+            #expect(runner.hooks().map(\.name) == [])
+        }
+    }
+
+    @Test("a file added in the same clock tick as the last listing is not missed")
+    func sameTickAddition() throws {
+        try withDirectory { directory in
+            let runner = HookRunner(directories: [directory], log: { _ in })
+            install(directory + "/10-a")
+            // The kernel stamps directories with a coarse clock: a listing, then a new file, can leave the same
+            // modification time. A listing of a directory changed within the last second is never reused.
+            let tick = time(nil)
+            setModified(directory, seconds: tick)
+            #expect(runner.hooks().map(\.name) == ["10-a"])
+            install(directory + "/20-b")
+            setModified(directory, seconds: tick)
+            #expect(runner.hooks().map(\.name) == ["10-a", "20-b"])
+        }
+    }
+
+    @Test("a file in the first directory overrides the same name in a later one, and its mask hides it")
+    func overrideAndMask() throws {
+        try withDirectory { etc in
+            try withDirectory { lib in
+                install(lib + "/10-a")
+                install(lib + "/20-b")
+                install(etc + "/10-a", mode: 0o644)
+                #expect(symlink("/dev/null", etc + "/20-b") == 0)
+                let hooks = HookRunner(directories: [etc, lib], log: { _ in }).hooks()
+                #expect(hooks.map(\.path) == [etc + "/10-a"])
+                #expect(hooks.first?.refusal == "is not executable")
+            }
+        }
+    }
+
+    /// What `NETDEVD_JSON` was before it was written by hand.
+    func encoded<Value: Encodable>(_ value: Value) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    /// The link description as the Codable type it replaced encoded it.
+    struct EncodedLink: Encodable {
+        let index: Int32
+        let name: String
+        let kind: String?
+        let macAddress: String?
+        let mtu: Int?
+        let operationalState: String
+        let addresses: [String]
+        let defaultRoutes: [DefaultRoute]
+    }
+
+    @Test("NETDEVD_JSON has the bytes JSONEncoder gives, with awkward names, values and absent fields")
+    func jsonMatchesEncoder() throws {
+        let names = ["eth0", "we\"ird\\name/x", "tab\there\nnl\r\u{1}\u{1f}\u{8}\u{c}", "ünï", ""]
+        for (position, name) in names.enumerated() {
+            let full = position % 2 == 0
+            let link = Link(
+                state: LinkState(
+                    index: Int32(position + 1), name: name, kind: full ? "veth" : nil,
+                    macAddress: full ? "02:00:00:00:00:01" : nil, mtu: full ? 1500 : nil, isUp: true,
+                    hasLowerUp: full, kernelState: full ? .up : .down),
+                addresses: full
+                    ? [
+                        LinkAddress(family: .ipv4, address: "10.0.0.1", prefixLength: 24),
+                        LinkAddress(family: .ipv6, address: "fe80::1", prefixLength: 64),
+                    ] : [],
+                defaultRoutes: full
+                    ? [DefaultRoute(family: .ipv4, gateway: "10.0.0.254", metric: 100), DefaultRoute(family: .ipv6)]
+                    : [])
+            let expected = try encoded(
+                EncodedLink(
+                    index: link.index, name: link.name, kind: link.state.kind, macAddress: link.state.macAddress,
+                    mtu: link.state.mtu, operationalState: link.operationalState.rawValue,
+                    addresses: link.addresses.map(\.cidr), defaultRoutes: link.defaultRoutes))
+            #expect(HookJSON.describe(link) == expected)
+
+            let device = Device(
+                syspath: "/sys/devices/virtual/net/" + name, sysname: name, subsystem: "net",
+                devtype: full ? "wlan" : nil, devnode: full ? "/dev/x" : nil, driver: full ? "veth" : nil,
+                properties: full ? ["ID_NET_NAME": name, "A\"B": "1", "Z": "", "ä": "x", "a": "y"] : [:])
+            #expect(HookJSON.describe(device) == (try encoded(device)))
+        }
+    }
+}
