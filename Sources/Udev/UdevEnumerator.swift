@@ -1,4 +1,6 @@
 internal import CUdev
+import Dispatch
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -9,9 +11,94 @@ public struct UdevEnumerator: Sendable {
     /// A new enumerator.
     public init() {}
 
-    /// The devices of `subsystems` (all devices when empty), in sysfs order. A device that disappears while it is
-    /// being read is skipped.
+    /// The devices of `subsystems` (all devices when empty). A device that disappears while it is being read is
+    /// skipped.
+    ///
+    /// With subsystems, the devices are found as udev's enumerator finds them (the entries of `/sys/class/NAME`
+    /// and `/sys/bus/NAME/devices`, links into `/sys/devices`) but without its path walk per device, which opens
+    /// every component of every path (about 30 opens per device; 70 ms for 1,000 devices), and they are read by
+    /// two threads, each with its own libudev context.
     public func devices(subsystems: [String] = []) throws(UdevError) -> [UdevDevice] {
+        guard !subsystems.isEmpty else { return try enumeratedByLibudev() }
+        let paths = Self.syspaths(subsystems: subsystems)
+        let threads = paths.count >= 64 && sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 ? 2 : 1
+        let shares = (0..<threads).map { share in stride(from: share, to: paths.count, by: threads).map { paths[$0] } }
+        let others = Locked<[Result<[UdevDevice], UdevError>]>([])
+        let group = DispatchGroup()
+        for share in shares.dropFirst() {
+            Self.readers.async(group: group) {
+                let result = Result { () throws(UdevError) in try Self.read(share) }
+                others.withLock { $0.append(result) }
+            }
+        }
+        var devices = try Self.read(shares.first ?? [])
+        group.wait()
+        for result in others.withLock({ $0 }) {
+            devices += try result.get()
+        }
+        return devices
+    }
+
+    /// Where the second share of an enumeration is read (serial, as every queue of netdevd's).
+    private static let readers = DispatchQueue(label: "udev.enumeration")
+
+    /// The devices at `paths`, read with a libudev context of their own.
+    private static func read(_ paths: [String]) throws(UdevError) -> [UdevDevice] {
+        guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
+        defer { udev_unref(context) }
+        var devices: [UdevDevice] = []
+        devices.reserveCapacity(paths.count)
+        for path in paths {
+            if let device = udev_device_new_from_syspath(context, path) {
+                devices.append(UdevDevice(copying: device))
+                udev_device_unref(device)
+            }
+        }
+        return devices
+    }
+
+    /// The sysfs paths of the devices of `subsystems`, sorted: every entry of `/sys/class/NAME` and
+    /// `/sys/bus/NAME/devices` resolved to the `/sys/devices` path it links to. Entries that are not devices
+    /// (`/sys/class/net/bonding_masters`) are among them; libudev refuses those when they are read.
+    static func syspaths(subsystems: [String], sysfs: String = "/sys") -> [String] {
+        var paths: Set<String> = []
+        for subsystem in Set(subsystems) where !subsystem.contains("/") && subsystem != "." && subsystem != ".." {
+            for directory in [sysfs + "/class/" + subsystem, sysfs + "/bus/" + subsystem + "/devices"] {
+                guard let stream = opendir(directory) else { continue }
+                defer { closedir(stream) }
+                while let entry = readdir(stream) {
+                    let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                        String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+                    }
+                    guard !name.hasPrefix(".") else { continue }
+                    paths.insert(resolve(directory + "/" + name))
+                }
+            }
+        }
+        return paths.sorted()
+    }
+
+    /// `path` with its last component's symlink followed (sysfs links are relative: `../../devices/...`).
+    private static func resolve(_ path: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return path }
+        let target = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let joined =
+            target.hasPrefix("/") ? target : path.split(separator: "/").dropLast().joined(separator: "/") + "/" + target
+        var components: [Substring] = []
+        for component in joined.split(separator: "/") {
+            switch component {
+            case ".": continue
+            case "..": _ = components.popLast()
+            default: components.append(component)
+            }
+        }
+        return "/" + components.joined(separator: "/")
+    }
+
+    /// The devices of `subsystems` (every device when empty), through libudev's enumerator.
+    func enumeratedByLibudev(subsystems: [String] = []) throws(UdevError) -> [UdevDevice] {
         guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
         defer { udev_unref(context) }
         guard let enumerate = udev_enumerate_new(context) else {

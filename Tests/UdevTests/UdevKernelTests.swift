@@ -1,7 +1,7 @@
 import Foundation
 import KernelTestSupport
 import Testing
-import Udev
+@testable import Udev
 
 /// Reads a monitor until `count` devices whose sysname starts with `prefix` arrived, or 5 s pass.
 private func collect(_ monitor: UdevMonitor, prefix: String, count: Int) throws -> [UdevDevice] {
@@ -71,6 +71,21 @@ struct UdevKernelTests {
         let tap = enumerated.first { $0.sysname == "utap0" }
         #expect(tap?.action == nil)
         #expect(tap?.syspath.hasPrefix("/sys/devices/virtual/net/utap0") == true)
+    }
+
+    @Test("the enumerator finds what libudev's enumerator finds, with the same values, for 100 veth pairs too")
+    func enumerationMatchesLibudev() throws {
+        try ipBatch((0..<50).map { "link add uenum\($0)a type veth peer name uenum\($0)b" })
+        defer { _ = try? ipBatch((0..<50).map { "link del uenum\($0)a" }) }
+        _ = try? run("udevadm", "settle", "-t", "10")
+        let subsystems = ["net", "block", "usb", "tty", "input", "pci"]
+        let ours = try UdevEnumerator().devices(subsystems: subsystems).sorted { $0.syspath < $1.syspath }
+        let libudev = try UdevEnumerator().enumeratedByLibudev(subsystems: subsystems).sorted {
+            $0.syspath < $1.syspath
+        }
+        #expect(ours.filter { $0.sysname.hasPrefix("uenum") }.count == 100)
+        #expect(ours.map(\.syspath) == libudev.map(\.syspath))
+        #expect(ours == libudev)
     }
 
     @Test(
