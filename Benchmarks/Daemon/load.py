@@ -94,6 +94,8 @@ class Notifications:
 
     def __init__(self, path):
         self.path = path
+        if os.path.exists(path):
+            os.unlink(path)
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self.socket.bind(path)
         self.messages = []
@@ -448,14 +450,21 @@ def main():
                     statistics.median(times) * 1000, 1)
                 figures["netdevctl links at 1,000 links, netdevd CPU per call (ms)"] = round(
                     (cpu_after - cpu_before) * 1000 / 20, 1)
-                second = Daemon(binary, workdir, "second", empty_hooks)
-                try:
-                    figures["exec to READY=1 with 1,000 links (ms)"] = round(second.ready_seconds() * 1000, 1)
-                    time.sleep(0.5)
-                    figures["RSS of a fresh start with 1,000 links (MiB)"] = round(
-                        proc_status(second.pid, "VmRSS"), 1)
-                finally:
-                    second.stop()
+                # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
+                subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
+                starts = []
+                for attempt in range(3):
+                    second = Daemon(binary, workdir, "second", empty_hooks)
+                    try:
+                        starts.append(second.ready_seconds())
+                        if attempt == 0:
+                            time.sleep(0.5)
+                            figures["RSS of a fresh start with 1,000 links (MiB)"] = round(
+                                proc_status(second.pid, "VmRSS"), 1)
+                    finally:
+                        second.stop()
+                figures["exec to READY=1 with 1,000 links (ms, median of 3 starts)"] = round(
+                    statistics.median(starts) * 1000, 1)
 
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
             delete = [f"link del nb{i:03d}a" for i in range(PAIRS)]
