@@ -26,8 +26,7 @@ public struct HookFile: Sendable, Equatable {
 /// runs past its timeout gets SIGTERM, then SIGKILL after ``killGrace``; its process group goes with it. Only
 /// files owned by root and not writable by group or others run; the others are refused with the reason.
 public final class HookRunner: Sendable {
-    /// The directories searched, highest priority first.
-    public var directories: [String] { discovery.directories }
+    /// Finds the hooks before every run.
     private let discovery: HookDiscovery
     /// How much of a hook's output is kept, from the end.
     public let outputTailBytes = 4096
