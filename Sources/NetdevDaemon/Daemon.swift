@@ -121,18 +121,12 @@ public final class Daemon: Sendable {
         let problem: SourceProblem = { text in
             if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
         }
-        let window = options.receiveBufferBytes >= 1 << 20 ? ReadableEventSource.defaultCoalescingWindow : nil
+        let trim = MemoryTrim(queue: loopQueue)
         var sources = CompositeEventSourceBuilder<Event>()
             // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
-            // without waking another thread. Coalesced only with room in the buffers: even unraised (no
-            // CAP_NET_ADMIN) the kernel gives rmem_max twice, about 416 KiB, far more than a 5 ms window of
-            // messages; a test's 8 KiB buffer would overflow while the reader waits.
-            .addEventSource(
-                ReadableEventSource.udev(monitor, queue: loopQueue, coalescingWindow: window, problem: problem)
-            )
-            .addEventSource(
-                ReadableEventSource.netlink(watcher, queue: loopQueue, coalescingWindow: window, problem: problem)
-            )
+            // without waking another thread.
+            .addEventSource(ReadableEventSource.udev(monitor, queue: loopQueue, trim: trim, problem: problem))
+            .addEventSource(ReadableEventSource.netlink(watcher, queue: loopQueue, trim: trim, problem: problem))
             .addEventSource(SignalEventSource(queue: signalQueue))
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: signalQueue))
@@ -141,7 +135,7 @@ public final class Daemon: Sendable {
         // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            log: { entry in journalQueue.append(entry) })
+            target: loopQueue, log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: signalQueue)
         let effects = EffectHandlers(
             daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)

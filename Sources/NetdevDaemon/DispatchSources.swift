@@ -30,34 +30,29 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// `read` drains what is pending and returns the events it means; a thrown error is reported through `problem`
 /// and becomes `failure`, because a monitor that cannot read has lost events.
 ///
-/// Under load, reads can be coalesced: the first message after a quiet spell is read at once; after that the
-/// source is paused and the descriptor read again `coalescingWindow` later (and every window while messages keep
-/// coming), so a burst of kernel messages wakes netdevd once per window instead of once per message. That needs
-/// a receive buffer with room for a window's messages (see ``Daemon``); without a window every message is read
-/// as soon as it arrives.
+/// Every readiness is read at once, with no timer: a burst batches itself (what arrives while the loop is busy is
+/// read in one go). The descriptor is watched by the ``Poller``, not a Dispatch source (whose every event wakes
+/// libdispatch's manager thread twice); a Dispatch source only if the poller cannot be had.
 public final class ReadableEventSource: EventSource {
-    /// The window netdevd uses with receive buffers of 1 MiB and more.
-    public static let defaultCoalescingWindow = DispatchTimeInterval.milliseconds(5)
-
     private let fileDescriptor: Int32
-    private let coalescingWindow: DispatchTimeInterval?
     private let queue: DispatchQueue
     private let read: @Sendable () throws -> [Event]
     private let failure: Event
     private let problem: SourceProblem
+    private let trim: MemoryTrim?
 
-    /// A source over `fileDescriptor`, read on `queue`.
+    /// A source over `fileDescriptor`, read on `queue`; each read is reported to `trim`.
     public init(
         fileDescriptor: Int32,
         queue: DispatchQueue,
-        coalescingWindow: DispatchTimeInterval? = nil,
+        trim: MemoryTrim? = nil,
         failure: Event,
         problem: @escaping SourceProblem,
         read: @escaping @Sendable () throws -> [Event]
     ) {
         self.fileDescriptor = fileDescriptor
-        self.coalescingWindow = coalescingWindow
         self.queue = queue
+        self.trim = trim
         self.failure = failure
         self.problem = problem
         self.read = read
@@ -65,120 +60,95 @@ public final class ReadableEventSource: EventSource {
 
     /// Starts reading.
     public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        let reader = CoalescingReader(
-            source: DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue), queue: queue,
-            window: coalescingWindow
-        ) { [read, failure, problem] in
+        let subscription = Subscription()
+        let readPending: @Sendable () -> Void = { [read, failure, problem, trim] in
+            guard !subscription.cancelled else { return }
             do {
-                let events = try read()
-                for event in events {
+                for event in try read() {
                     consumer(event)
                 }
-                return !events.isEmpty
             } catch {
                 problem("\(error)")
                 consumer(failure)
-                return true
+            }
+            trim?.noteActivity()
+        }
+        if let token = Poller.shared?.register(fileDescriptor, queue: queue, handler: readPending) {
+            subscription.token = token
+        } else {
+            let source = DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue)
+            source.setEventHandler(handler: readPending)
+            subscription.source = source
+            source.resume()
+        }
+        let queue = queue
+        return AnonymousDisposable {
+            queue.async {
+                subscription.cancelled = true
+                if let token = subscription.token { Poller.shared?.unregister(token) }
+                subscription.source?.cancel()
             }
         }
-        reader.start()
-        return AnonymousDisposable { reader.cancel() }
+    }
+
+    /// What a subscription reads with. `@unchecked Sendable`: written before reading starts, then read and
+    /// written only on the source's queue.
+    private final class Subscription: @unchecked Sendable {
+        var token: UInt64?
+        var source: (any DispatchSourceRead)?
+        var cancelled = false
     }
 }
 
 /// Gives the memory of a burst back to the system once netdevd has been quiet for a second: glibc keeps freed
-/// memory in its heap, so without this the RSS after a burst stays at the burst's peak.
-enum MemoryTrim {
-    /// The burst that ended last; a trim waits for no newer one. Only used on the loop queue.
-    nonisolated(unsafe) private static var generation = 0
-    /// Serial, like every queue of netdevd's (see ``Daemon``).
+/// memory in its heap, so without this the RSS after a burst stays at the burst's peak. One timer, armed at the
+/// first activity after a quiet spell and re-armed at most once a second while activity goes on.
+///
+/// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
+/// and ``noteActivity()`` is called.
+public final class MemoryTrim: @unchecked Sendable {
+    private static let quiet: UInt64 = 1_000_000_000
+    private var timer: PollerTimer?
+    private var armed = false
+    /// When something last happened (``PollerTimer/now()``).
+    private var lastActivity: UInt64 = 0
+    /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
     private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
 
-    /// A monitor went quiet after a burst: trim in a second, unless another burst ends before. On `queue` (the
-    /// loop's, where every monitor reads).
-    static func burstEnded(on queue: DispatchQueue) {
-        generation += 1
-        let ended = generation
-        queue.asyncAfter(deadline: .now() + .seconds(1)) {
-            // Trimming walks the heap (milliseconds): not on the loop's queue.
-            if ended == generation {
-                trimQueue.async { malloc_trim(0) }
-            }
-        }
-    }
-}
-
-/// A read source that pauses itself for its window after each read that found something, and reads again from a
-/// timer while there is more.
-///
-/// `@unchecked Sendable`: `paused` and `cancelled` are read and written only on `queue`.
-private final class CoalescingReader: @unchecked Sendable {
-    private let source: any DispatchSourceRead
-    private let queue: DispatchQueue
-    private let window: DispatchTimeInterval?
-    /// Reads and delivers what is pending; `true` when it found something.
-    private let readPending: () -> Bool
-    private var paused = false
-    private var cancelled = false
-
-    init(
-        source: any DispatchSourceRead, queue: DispatchQueue, window: DispatchTimeInterval?,
-        readPending: @escaping () -> Bool
-    ) {
-        self.source = source
-        self.queue = queue
-        self.window = window
-        self.readPending = readPending
+    /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
+    public init(queue: DispatchQueue) {
+        timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
     }
 
-    func start() {
-        source.setEventHandler { [self] in
-            guard !cancelled, readPending(), window != nil else { return }
-            paused = true
-            source.suspend()
-            readLater()
-        }
-        source.resume()
+    /// Something was read. On the queue.
+    func noteActivity() {
+        lastActivity = PollerTimer.now()
+        guard !armed else { return }
+        armed = true
+        timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
     }
 
-    private func readLater() {
-        guard let window else { return }
-        queue.asyncAfter(deadline: .now() + window) { [self] in
-            guard !cancelled else { return }
-            if readPending() {
-                readLater()
-            } else {
-                paused = false
-                source.resume()
-                MemoryTrim.burstEnded(on: queue)
-            }
+    private func fired() {
+        let due = lastActivity + Self.quiet
+        if PollerTimer.now() < due {
+            timer?.schedule(atUptimeNanoseconds: due)
+            return
         }
-    }
-
-    func cancel() {
-        queue.async { [self] in
-            guard !cancelled else { return }
-            cancelled = true
-            source.cancel()
-            // A suspended source never finishes its cancellation.
-            if paused {
-                paused = false
-                source.resume()
-            }
-        }
+        armed = false
+        Self.trimQueue.async { malloc_trim(0) }
     }
 }
 
 extension ReadableEventSource {
     /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
     public static func udev(
-        _ monitor: UdevMonitor, queue: DispatchQueue, coalescingWindow: DispatchTimeInterval? = nil,
+        _ monitor: UdevMonitor, queue: DispatchQueue, trim: MemoryTrim? = nil,
         problem: @escaping SourceProblem
     )
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: monitor.fileDescriptor, queue: queue, coalescingWindow: coalescingWindow,
+            fileDescriptor: monitor.fileDescriptor, queue: queue, trim: trim,
             failure: .monitorOverflowed(source: .udev),
             problem: problem
         ) {
@@ -190,13 +160,13 @@ extension ReadableEventSource {
     /// rtnetlink changes as session events; an overflow, or a malformed message (something was not understood,
     /// so the model may be wrong), becomes `monitorOverflowed(.netlink)`.
     public static func netlink(
-        _ watcher: RouteWatcher, queue: DispatchQueue, coalescingWindow: DispatchTimeInterval? = nil,
+        _ watcher: RouteWatcher, queue: DispatchQueue, trim: MemoryTrim? = nil,
         problem: @escaping SourceProblem
     )
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: watcher.fileDescriptor, queue: queue, coalescingWindow: coalescingWindow,
+            fileDescriptor: watcher.fileDescriptor, queue: queue, trim: trim,
             failure: .monitorOverflowed(source: .netlink),
             problem: problem
         ) {

@@ -29,7 +29,10 @@ final class HookProcess: @unchecked Sendable {
     /// The pidfd, -1 when there is none or it is closed.
     private(set) var exitDescriptor: Int32 = -1
     private var exitPoll: (any DispatchSourceTimer)?
-    private var timers: [any DispatchSourceTimer] = []
+    /// The watcher, from ``supervise(by:timeoutMilliseconds:killGrace:done:)`` on.
+    private var watcher: HookWatcher?
+    /// What happens at the process's next deadline (the timeout's SIGTERM or the grace's SIGKILL).
+    fileprivate var deadlinePassed: (() -> Void)?
     private var signalled = false
     private var timedOut = false
     private var done: ((HookOutcome) -> Void)?
@@ -99,6 +102,7 @@ final class HookProcess: @unchecked Sendable {
         done: @escaping (HookOutcome) -> Void
     ) {
         self.done = done
+        self.watcher = watcher
         exitDescriptor = pidfd_open(pid, 0)
         let watched = watcher.watch(self)
         if exitDescriptor >= 0 && !watched.contains(exitDescriptor) {
@@ -140,12 +144,29 @@ final class HookProcess: @unchecked Sendable {
         }
     }
 
+    /// `interval` in nanoseconds, saturating (a configured timeout of centuries is "never", not a trap).
+    private static func nanoseconds(_ interval: DispatchTimeInterval) -> UInt64 {
+        func scaled(_ value: Int, _ factor: UInt64) -> UInt64 {
+            let (product, overflow) = UInt64(max(value, 0)).multipliedReportingOverflow(by: factor)
+            return overflow ? .max : product
+        }
+        switch interval {
+        case .seconds(let value): return scaled(value, 1_000_000_000)
+        case .milliseconds(let value): return scaled(value, 1_000_000)
+        case .microseconds(let value): return scaled(value, 1_000)
+        case .nanoseconds(let value): return scaled(value, 1)
+        case .never: return .max
+        @unknown default: return .max
+        }
+    }
+
+    /// Runs `handler` after `interval`, replacing the deadline set before: the watcher's one timer, not a
+    /// Dispatch timer per hook (each would be armed and cancelled through libdispatch's manager thread).
     private func after(_ interval: DispatchTimeInterval, _ handler: @escaping () -> Void) {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + interval)
-        timer.setEventHandler(handler: handler)
-        timers.append(timer)
-        timer.resume()
+        guard let watcher else { return }
+        deadlinePassed = handler
+        let (deadline, overflow) = PollerTimer.now().addingReportingOverflow(Self.nanoseconds(interval))
+        watcher.setDeadline(of: self, at: overflow ? .max : deadline)
     }
 
     /// The pidfd is readable (or the poll timer fired): if the process has exited, collect it and finish.
@@ -169,8 +190,8 @@ final class HookProcess: @unchecked Sendable {
         }
         exitPoll?.cancel()
         exitPoll = nil
-        for timer in timers { timer.cancel() }
-        timers = []
+        deadlinePassed = nil
+        watcher.clearDeadline(of: self)
         let exitStatus: HookExitStatus
         if timedOut {
             exitStatus = .timedOut
@@ -184,33 +205,74 @@ final class HookProcess: @unchecked Sendable {
     }
 }
 
-/// The descriptors of running hooks (pipes and pidfds) in one epoll set of netdevd's own, watched by one Dispatch
-/// read source that lives as long as the runner. Not a Dispatch source per descriptor: libdispatch's epoll
-/// bookkeeping on Linux can free a registration while its manager thread still delivers an event for it when
-/// sources come and go at a high rate (swift-corelibs-libdispatch#949), and a burst starts thousands of hooks.
+/// The descriptors of running hooks (pipes and pidfds) in one epoll set of netdevd's own, watched by the
+/// ``Poller`` for as long as the runner lives, and their deadlines, served by one ``PollerTimer``. Not a Dispatch
+/// source per descriptor or a Dispatch timer per deadline: each costs wake-ups of libdispatch's manager thread
+/// (see ``Poller``), and libdispatch's epoll bookkeeping on Linux can free a registration while its manager
+/// thread still delivers an event for it when sources come and go at a high rate (swift-corelibs-libdispatch#949);
+/// a burst starts thousands of hooks.
 ///
-/// `@unchecked Sendable`: `watched` is read and written only on `queue`.
+/// `@unchecked Sendable`: `watched`, `deadlines` and `armed` are read and written only on `queue`.
 final class HookWatcher: @unchecked Sendable {
     private let queue: DispatchQueue
     private let epoll: Int32
-    private var source: (any DispatchSourceRead)?
+    private var token: UInt64?
+    private var timer: PollerTimer?
     private var watched: [Int32: HookProcess] = [:]
+    /// Every supervised process's next deadline (``PollerTimer/now()``'s clock), served by one timer.
+    private var deadlines: [ObjectIdentifier: (nanoseconds: UInt64, process: HookProcess)] = [:]
+    /// When `timer` fires next; `nil` when it is disarmed. A deadline cleared early leaves it armed (it then finds
+    /// nothing due and re-arms for the next), unless none is left.
+    private var armed: UInt64?
 
-    /// A watcher whose handlers run on `queue`; `nil` when the kernel refuses an epoll descriptor.
+    /// A watcher whose handlers run on `queue`; `nil` when the kernel refuses an epoll descriptor, a timerfd or
+    /// the poller's thread.
     init?(queue: DispatchQueue) {
         let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { return nil }
         self.queue = queue
         self.epoll = epoll
-        let source = DispatchSource.makeReadSource(fileDescriptor: epoll, queue: queue)
-        source.setEventHandler { [unowned self] in dispatchEvents() }
-        source.setCancelHandler { close(epoll) }
-        self.source = source
-        source.resume()
+        // Weak: the poller and the timer outlive nothing of the watcher's; a deinit unregisters both.
+        token = Poller.shared?.register(epoll, queue: queue) { [weak self] in self?.dispatchEvents() }
+        timer = PollerTimer(queue: queue) { [weak self] in self?.deadlinesDue() }
+        guard token != nil, timer != nil else { return nil }
     }
 
     deinit {
-        source?.cancel()
+        if let token { Poller.shared?.unregister(token) }
+        close(epoll)
+    }
+
+    /// `process`'s next deadline is `nanoseconds` (``PollerTimer/now()``); it replaces the one it had. On queue.
+    func setDeadline(of process: HookProcess, at nanoseconds: UInt64) {
+        deadlines[ObjectIdentifier(process)] = (nanoseconds, process)
+        if armed.map({ nanoseconds < $0 }) ?? true {
+            timer?.schedule(atUptimeNanoseconds: nanoseconds)
+            armed = nanoseconds
+        }
+    }
+
+    /// `process` has no deadline any more (it exited). On queue.
+    func clearDeadline(of process: HookProcess) {
+        guard deadlines.removeValue(forKey: ObjectIdentifier(process)) != nil, deadlines.isEmpty else { return }
+        // None left: disarmed, so an idle netdevd is not woken by a timeout of a hook that finished long ago.
+        timer?.disarm()
+        armed = nil
+    }
+
+    private func deadlinesDue() {
+        armed = nil
+        let now = PollerTimer.now()
+        for (key, entry) in deadlines where entry.nanoseconds <= now {
+            deadlines[key] = nil
+            let handler = entry.process.deadlinePassed
+            entry.process.deadlinePassed = nil
+            handler?()
+        }
+        if let next = deadlines.values.map(\.nanoseconds).min(), armed.map({ next < $0 }) ?? true {
+            timer?.schedule(atUptimeNanoseconds: next)
+            armed = next
+        }
     }
 
     /// Watches `process`'s pipe and pidfd; returns those it could (epoll_ctl fails on ENOMEM or ENOSPC, and the

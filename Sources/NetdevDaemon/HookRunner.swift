@@ -36,7 +36,7 @@ public final class HookRunner: Sendable {
     /// The runs in progress, by id (for ``cancel(_:)``).
     private let executions = Locked<[Int: RunExecution]>([:])
     /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks.
-    fileprivate let queue = DispatchQueue(label: "netdevd.hooks")
+    fileprivate let queue: DispatchQueue
     /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
     fileprivate let watcher: HookWatcher?
 
@@ -44,8 +44,10 @@ public final class HookRunner: Sendable {
     public init(
         directories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"],
         killGrace: DispatchTimeInterval = .seconds(5),
+        target: DispatchQueue? = nil,
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
+        self.queue = DispatchQueue(label: "netdevd.hooks", target: target)
         self.discovery = HookDiscovery(directories: directories)
         self.killGrace = killGrace
         self.log = log

@@ -1,12 +1,14 @@
 // Linux interfaces that Swift's Glibc module does not export:
 // - pidfd_open(2) (glibc 2.36, Linux 5.3): a descriptor that becomes readable when a process exits, so a hook's
 //   exit is an event and never polled for;
-// - epoll(7), which hooks' pipes and pidfds are watched with (one Dispatch source for all of them);
+// - epoll(7) and timerfd(2): netdevd's own poller thread, which watches the monitors, the hooks' pipes and pidfds,
+//   and the deadlines (see Poller.swift);
 // - mallopt(3) and malloc_trim(3), with which netdevd keeps one malloc arena and returns a burst's memory;
 // - pipe2(2), which glibc declares only under _GNU_SOURCE: a pipe that is close-on-exec from creation, so a
 //   process spawned by another thread at that moment cannot inherit it.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
+#include <sys/timerfd.h>
 
 extern int pipe2(int pipefd[2], int flags);

@@ -1,0 +1,193 @@
+internal import CLinux
+import Dispatch
+import Locking
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The descriptors that are busy under load (both monitors, the hooks' pipes and pidfds, the hooks' deadlines),
+/// watched by one thread of netdevd's own, blocked in `epoll_wait`, which hands each readiness to the queue that
+/// owns the descriptor.
+///
+/// Why not a Dispatch source: on Linux every event of one costs three thread wake-ups (libdispatch's manager
+/// thread wakes from its epoll, wakes a worker for the handler, and is woken again to re-arm the descriptor once
+/// the handler returns), and every timer armed or cancelled wakes the manager too. Here a readiness wakes this
+/// thread and the owning queue's worker (none when the queue is already busy, as in a burst); the descriptor is
+/// re-armed with `epoll_ctl` from the handler's thread, and timers are timerfds, armed with a system call.
+///
+/// Contract: a registered descriptor is reported with `EPOLLONESHOT`, so its handler never runs twice at once and
+/// runs again only after it returned and the descriptor is readable; after ``unregister(_:)`` returns the handler
+/// is not called again (a readiness already on its way to the queue is dropped there). The thread is started on
+/// first use and lives as long as the process; an idle poller never wakes.
+final class Poller: Sendable {
+    /// The process's poller, started on first use; `nil` when the kernel refuses an epoll descriptor or a thread.
+    static let shared: Poller? = Poller()
+
+    /// A registration's handler and the queue it runs on, by token (the token, not the descriptor, is what
+    /// epoll reports, so a descriptor number reused after ``unregister(_:)`` cannot reach an old handler).
+    private struct Registration {
+        let fileDescriptor: Int32
+        let queue: DispatchQueue
+        let handler: @Sendable () -> Void
+    }
+
+    private struct State {
+        var registrations: [UInt64: Registration] = [:]
+        var nextToken: UInt64 = 1
+    }
+
+    private let epoll: Int32
+    private let state = Locked(State())
+
+    private init?() {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epoll >= 0 else { return nil }
+        let context = Unmanaged.passRetained(PollerThread(epoll: epoll, state: state)).toOpaque()
+        var thread = pthread_t()
+        guard
+            pthread_create(
+                &thread, nil,
+                { context in
+                    let poller = Unmanaged<PollerThread>.fromOpaque(context!).takeRetainedValue()
+                    poller.run()
+                    return nil
+                }, context) == 0
+        else {
+            Unmanaged<PollerThread>.fromOpaque(context).release()
+            close(epoll)
+            return nil
+        }
+        pthread_detach(thread)
+    }
+
+    /// Calls `handler` on `queue` whenever `fileDescriptor` is readable; returns the token for ``unregister(_:)``,
+    /// or `nil` when epoll refuses the descriptor (ENOMEM, ENOSPC).
+    func register(
+        _ fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Void
+    ) -> UInt64? {
+        let token = state.withLock { state -> UInt64 in
+            defer { state.nextToken += 1 }
+            state.registrations[state.nextToken] = Registration(
+                fileDescriptor: fileDescriptor, queue: queue, handler: handler)
+            return state.nextToken
+        }
+        guard Self.control(epoll, EPOLL_CTL_ADD, fileDescriptor, token: token) else {
+            state.withLock { _ = $0.registrations.removeValue(forKey: token) }
+            return nil
+        }
+        return token
+    }
+
+    /// Stops reporting the registration `token`; its descriptor may be closed once this returns. Call it on the
+    /// registration's queue (or when its handler can no longer run): a handler already running is not waited for.
+    func unregister(_ token: UInt64) {
+        state.withLock { state in
+            guard let registration = state.registrations.removeValue(forKey: token) else { return }
+            _ = epoll_ctl(epoll, EPOLL_CTL_DEL, registration.fileDescriptor, nil)
+        }
+    }
+
+    /// Arms the descriptor again after its handler ran, unless it was unregistered meanwhile (under the lock, so a
+    /// descriptor closed and reused after ``unregister(_:)`` is never armed with the old token).
+    private static func rearm(_ token: UInt64, epoll: Int32, state: Locked<State>) {
+        state.withLock { state in
+            guard let registration = state.registrations[token] else { return }
+            _ = control(epoll, EPOLL_CTL_MOD, registration.fileDescriptor, token: token)
+        }
+    }
+
+    private static func control(_ epoll: Int32, _ operation: Int32, _ fileDescriptor: Int32, token: UInt64) -> Bool {
+        var event = epoll_event()
+        event.events = EPOLLIN.rawValue | EPOLLONESHOT.rawValue
+        event.data.u64 = token
+        return epoll_ctl(epoll, operation, fileDescriptor, &event) == 0
+    }
+
+    /// The thread's side: waits, and hands each readiness to its queue.
+    private final class PollerThread: Sendable {
+        let epoll: Int32
+        let state: Locked<State>
+
+        init(epoll: Int32, state: Locked<State>) {
+            self.epoll = epoll
+            self.state = state
+        }
+
+        func run() {
+            var events = [epoll_event](repeating: epoll_event(), count: 64)
+            while true {
+                let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 64, -1) }
+                guard count > 0 else { continue }
+                for event in events[0..<Int(count)] {
+                    let token = event.data.u64
+                    guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
+                    registration.queue.async { [epoll, state] in
+                        // Unregistered since: the descriptor may be closed or reused.
+                        guard state.withLock({ $0.registrations[token] != nil }) else { return }
+                        registration.handler()
+                        Poller.rearm(token, epoll: epoll, state: state)
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A one-shot timer served by the ``Poller`` (a timerfd): arming and disarming it are system calls on the caller's
+/// thread, with no other thread woken. Its handler runs on the queue it was made with.
+///
+/// Contract: ``schedule(atUptimeNanoseconds:)`` replaces the deadline set before; ``disarm()`` cancels it; the
+/// handler runs at most once per deadline, at or after it. Times are `CLOCK_MONOTONIC` (``now()``).
+final class PollerTimer: Sendable {
+    private let descriptor: Int32
+    private let token: UInt64
+
+    /// A disarmed timer whose `handler` runs on `queue`; `nil` when the kernel refuses a timerfd or the poller.
+    init?(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
+        let descriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        guard descriptor >= 0 else { return nil }
+        guard
+            let token = Poller.shared?.register(
+                descriptor, queue: queue,
+                handler: {
+                    var expirations: UInt64 = 0
+                    // Nothing to read: disarmed or re-armed for later since the readiness was reported.
+                    guard read(descriptor, &expirations, 8) == 8 else { return }
+                    handler()
+                })
+        else {
+            close(descriptor)
+            return nil
+        }
+        self.descriptor = descriptor
+        self.token = token
+    }
+
+    deinit {
+        Poller.shared?.unregister(token)
+        close(descriptor)
+    }
+
+    /// `CLOCK_MONOTONIC` now, in nanoseconds.
+    static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// Fires at `nanoseconds` (``now()``'s clock); a time already past fires at once.
+    func schedule(atUptimeNanoseconds nanoseconds: UInt64) {
+        var setting = itimerspec()
+        // Zero would disarm: the earliest time there is means "now". Past 2^62 ns (146 years) is "never".
+        let at = min(max(nanoseconds, 1), 1 << 62)
+        setting.it_value = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
+        timerfd_settime(descriptor, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+    }
+
+    /// Will not fire until scheduled again.
+    func disarm() {
+        var setting = itimerspec()
+        timerfd_settime(descriptor, 0, &setting, nil)
+    }
+}
