@@ -189,10 +189,14 @@ extension Transition {
         for path in paths {
             switch (previous.devices[path], model.devices[path]) {
             case (nil, let device?):
-                log(6, .deviceAdded, "\(device.subsystem) device \(device.sysname) added", deviceFields(device))
+                log(
+                    Self.devicePriority(device), .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
+                    deviceFields(device))
                 if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
             case (let device?, nil):
-                log(6, .deviceRemoved, "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
+                log(
+                    Self.devicePriority(device), .deviceRemoved,
+                    "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
                 if hooks { enqueueDeviceRun(device, event: .deviceRemoved) }
             default:
                 break
@@ -285,6 +289,13 @@ extension Transition {
             LogField(LogField.Name.ifindex, String(link.index)),
             LogField(LogField.Name.operState, link.operationalState.rawValue),
         ]
+    }
+
+    /// A network interface's device (udev's side of an rtnetlink link: subsystem `net` with an `IFINDEX`) is
+    /// logged at debug when it comes and goes, because the link's own entries already say so; the journal gets one
+    /// entry per fact, not two. Every other device at info.
+    static func devicePriority(_ device: Device) -> Int {
+        device.subsystem == "net" && device.properties["IFINDEX"] != nil ? 7 : 6
     }
 
     func deviceFields(_ device: Device) -> [LogField] {

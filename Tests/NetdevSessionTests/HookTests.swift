@@ -146,6 +146,25 @@ struct HookTests {
         #expect(removed.model?.devices.isEmpty == true)
         // The add run is still running, so the change run waits; the removal makes it stale.
         #expect(Fixture.logs(removed.effects).map(\.kind) == [.deviceRemoved, .hookRunDropped])
+        #expect(Fixture.logs(added.effects).first?.priority == 6)
+    }
+
+    @Test("an interface's own net device comes and goes at debug (its link's entries say it), with its hook runs")
+    func netDevicesAtDebug() {
+        let model = Fixture.running()
+        let interface = Device(
+            syspath: "/sys/devices/virtual/net/veth7", sysname: "veth7", subsystem: "net",
+            properties: ["IFINDEX": "7", "INTERFACE": "veth7"])
+        let added = Session.update(model, .deviceChanged(interface, action: "add"))
+        #expect(Fixture.logs(added.effects).map(\.kind) == [.deviceAdded])
+        #expect(Fixture.logs(added.effects).map(\.priority) == [7])
+        #expect(Fixture.runs(added.effects).map(\.event) == [.deviceAdded], "hooks still run for it")
+        let removed = Session.update(added.model!, .deviceRemoved(syspath: interface.syspath))
+        #expect(Fixture.logs(removed.effects).first { $0.kind == .deviceRemoved }?.priority == 7)
+        // Without an IFINDEX it is not an interface's device: info, like every other device.
+        var other = interface
+        other.properties = [:]
+        #expect(Fixture.logs(Session.update(model, .deviceChanged(other, action: "add")).effects).first?.priority == 6)
     }
 
     @Test("a failing hook is logged as a warning with its status, and counted")
