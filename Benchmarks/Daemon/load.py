@@ -355,6 +355,8 @@ def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_
     figures[f"{label}: journal entries by kind"] = entries_by_kind(before["entries"], entries, catalog)
     figures[f"{label}: peak RSS, 20 ms samples (MiB)"] = round(sampler.peak, 1)
     figures[f"{label}: {rss_label} (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+    figures[f"{label}: {rss_label}, anonymous / file pages (MiB)"] = (
+        f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
     figures[f"{label}: drift against ip -j link/addr"] = len(problems)
     for problem in problems[:10]:
         print(f"  drift: {problem}", file=sys.stderr)
@@ -414,6 +416,8 @@ def main():
                 ["perf", "record", "-q", "-e", options.perf_event, "-g", "-p", str(daemon.pid), "-o", options.perf]
                 + (["-F", "2000"] if options.perf_event == "cpu-clock" else []), stdout=subprocess.DEVNULL)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+        figures["RSS idle, anonymous / file pages (MiB)"] = (
+            f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
         if options.idle_seconds > 0:
             wakeups, threads = idle(daemon.pid, options.idle_seconds)
             figures[f"idle wake-ups per minute (over {options.idle_seconds:g} s)"] = round(wakeups, 1)
