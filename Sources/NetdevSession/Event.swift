@@ -101,4 +101,6 @@ public enum TimerID: Codable, Sendable, Hashable {
     case stopDeadline
     /// Time to try a failed enumeration again.
     case retryEnumeration
+    /// Time to count the hook runs dropped since the last count in one journal entry.
+    case dropSummary
 }

@@ -45,9 +45,12 @@ extension Transition {
         model.nextHookRunID += 1
         if let stale = model.hooks.waiting[subject] {
             model.counters.staleHookRunsDropped += 1
+            if model.hooks.droppedSinceSummary == 0 {
+                effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
+            }
             model.hooks.droppedSinceSummary += 1
-            // One line per drop only at debug: a burst drops thousands. The journal gets a count once the queue
-            // is idle (summariseDrops).
+            // One line per drop only at debug: a burst drops thousands. The journal gets a count at most every
+            // 10 s (summariseDrops).
             log(
                 7, .hookRunDropped,
                 "Dropped the queued \(stale.event.rawValue) hook run for \(stale.subjectName): newer state replaced it",
@@ -119,13 +122,17 @@ extension Transition {
             return
         }
         startWaitingRuns()
-        summariseDrops()
     }
 
-    /// Once nothing runs or waits (or at the stop, `evenIfBusy`), one journal entry counts the runs dropped as
-    /// stale since the last one.
-    mutating func summariseDrops(evenIfBusy: Bool = false) {
-        guard model.hooks.isIdle || evenIfBusy, model.hooks.droppedSinceSummary > 0 else { return }
+    /// How long after the first drop since the last count the next count is logged: a burst gets one entry per
+    /// 10 s, not one per lull (with no hook installed, runs finish at once and the queue went idle hundreds of
+    /// times in a burst, each time with a count).
+    static let dropSummaryMilliseconds = 10_000
+
+    /// One journal entry counts the runs dropped as stale since the last one: when the summary timer fires, and
+    /// at the stop.
+    mutating func summariseDrops() {
+        guard model.hooks.droppedSinceSummary > 0 else { return }
         let dropped = model.hooks.droppedSinceSummary
         model.hooks.droppedSinceSummary = 0
         log(

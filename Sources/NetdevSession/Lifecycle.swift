@@ -96,6 +96,8 @@ extension Transition {
                 )
             }
             finishStop()
+        case .dropSummary:
+            summariseDrops()
         case .retryEnumeration:
             guard model.phase == .enumerating || model.phase == .resyncing else { return }
             model.enumerationGeneration += 1
@@ -223,7 +225,10 @@ extension Transition {
     }
 
     mutating func finishStop() {
-        summariseDrops(evenIfBusy: true)
+        if model.hooks.droppedSinceSummary > 0 {
+            effects.append(.cancelTimer(.dropSummary))
+            summariseDrops()
+        }
         model.phase = .stopped
         model.hooks = HookQueue()
         log(5, .stopped, "netdevd stopped")

@@ -66,6 +66,34 @@ struct HookTests {
         #expect(next.first?.environment.contains(LogField("NETDEVD_PREV_OPER_STATE", "no-carrier")) == true)
     }
 
+    @Test("drops are counted in one info entry when the summary timer fires, not each time the queue is idle")
+    func dropSummary() throws {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
+        let first = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
+        model = try #require(first.model)
+        let firstRun = try #require(Fixture.runs(first.effects).first)
+        var timersStarted = 0
+        for change in 0..<4 {
+            let next = Session.update(model, .linkChanged(Fixture.state(2, "eth0", carrier: change % 2 == 1)))
+            model = try #require(next.model)
+            timersStarted += next.effects.filter { $0 == .startTimer(.dropSummary, milliseconds: 10_000) }.count
+        }
+        #expect(model.counters.staleHookRunsDropped == 3)
+        #expect(timersStarted == 1, "one timer for the first drop since the last count")
+        // The queue goes idle: no count yet.
+        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: firstRun.id, hooks: [])))
+        model = try #require(finished.model)
+        let second = try #require(Fixture.runs(finished.effects).first)
+        model = try #require(Session.update(model, .hookRunFinished(HookRunResult(runID: second.id, hooks: []))).model)
+        #expect(model.hooks.isIdle)
+        #expect(model.hooks.droppedSinceSummary == 3)
+        let fired = Session.update(model, .timerFired(.dropSummary))
+        let summaries = Fixture.logs(fired.effects).filter { $0.kind == .hookRunDropped }
+        #expect(summaries.map(\.priority) == [6])
+        #expect(summaries.first?.field("NETDEVD_HOOK_RUNS_DROPPED") == "3")
+        #expect(fired.model?.hooks.droppedSinceSummary == 0)
+    }
+
     @Test("different subjects run in parallel up to the bound, then wait their turn in order")
     func parallelismBound() {
         let links = (2...5).map { Link(state: Fixture.state(Int32($0), "eth\($0)", carrier: false)) }
