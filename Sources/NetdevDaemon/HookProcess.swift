@@ -297,20 +297,23 @@ final class HookWatcher: @unchecked Sendable {
         _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
     }
 
+    /// One pass over what is ready, then back to the queue: the poller reports the epoll set again while
+    /// anything in it is still ready, behind the loop's other work. (Looping here until nothing was ready let a
+    /// hook that never stops writing hold the queue, which the loop shares, and its own timeout, forever.)
     private func dispatchEvents() {
         var events = [epoll_event](repeating: epoll_event(), count: 64)
-        while true {
-            let count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 64, 0) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return }
-            for event in events[0..<Int(count)] {
-                let descriptor = event.data.fd
-                guard let process = watched[descriptor] else { continue }
-                if descriptor == process.exitDescriptor {
-                    process.reap(self)
-                } else {
-                    process.outputReadable(self)
-                }
+        var count: Int32
+        repeat {
+            count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 64, 0) }
+        } while count < 0 && errno == EINTR
+        guard count > 0 else { return }
+        for event in events[0..<Int(count)] {
+            let descriptor = event.data.fd
+            guard let process = watched[descriptor] else { continue }
+            if descriptor == process.exitDescriptor {
+                process.reap(self)
+            } else {
+                process.outputReadable(self)
             }
         }
     }

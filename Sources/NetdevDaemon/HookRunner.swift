@@ -158,7 +158,8 @@ private final class RunExecution: @unchecked Sendable {
             guard let watcher = runner.watcher else {
                 outcomes.append(
                     HookOutcome(
-                        name: hook.name, status: .notStarted("no epoll descriptor to watch it with"),
+                        name: hook.name,
+                        status: .notStarted("no epoll descriptor, timerfd or poller thread to watch it with"),
                         durationMilliseconds: 0))
                 continue
             }

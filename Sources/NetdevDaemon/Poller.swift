@@ -73,7 +73,9 @@ final class Poller: Sendable {
             return state.nextToken
         }
         guard Self.control(epoll, EPOLL_CTL_ADD, fileDescriptor, token: token) else {
-            state.withLock { _ = $0.registrations.removeValue(forKey: token) }
+            // Released after the lock: the handler's captures may unregister something in their deinit.
+            let removed = state.withLock { $0.registrations.removeValue(forKey: token) }
+            _ = removed
             return nil
         }
         return token
@@ -82,10 +84,14 @@ final class Poller: Sendable {
     /// Stops reporting the registration `token`; its descriptor may be closed once this returns. Call it on the
     /// registration's queue (or when its handler can no longer run): a handler already running is not waited for.
     func unregister(_ token: UInt64) {
-        state.withLock { state in
-            guard let registration = state.registrations.removeValue(forKey: token) else { return }
+        let removed = state.withLock { state -> Registration? in
+            guard let registration = state.registrations.removeValue(forKey: token) else { return nil }
             _ = epoll_ctl(epoll, EPOLL_CTL_DEL, registration.fileDescriptor, nil)
+            return registration
         }
+        // Released here, not under the lock: the last reference to the handler's captures may go with it, and
+        // their deinit may unregister too (a MemoryTrim's timer), which would take the lock again.
+        _ = removed
     }
 
     /// Arms the descriptor again after its handler ran, unless it was unregistered meanwhile (under the lock, so a
@@ -142,33 +148,44 @@ final class Poller: Sendable {
 /// Contract: ``schedule(atUptimeNanoseconds:)`` replaces the deadline set before; ``disarm()`` cancels it; the
 /// handler runs at most once per deadline, at or after it. Times are `CLOCK_MONOTONIC` (``now()``).
 final class PollerTimer: Sendable {
-    private let descriptor: Int32
+    /// The timerfd, closed when the last reference goes: the timer's and that of a handler already on its way to
+    /// the queue, which then reads from it safely even after the timer itself is gone.
+    private final class Descriptor: Sendable {
+        let value: Int32
+
+        init(_ value: Int32) {
+            self.value = value
+        }
+
+        deinit {
+            close(value)
+        }
+    }
+
+    private let descriptor: Descriptor
     private let token: UInt64
 
     /// A disarmed timer whose `handler` runs on `queue`; `nil` when the kernel refuses a timerfd or the poller.
     init?(queue: DispatchQueue, handler: @escaping @Sendable () -> Void) {
-        let descriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
-        guard descriptor >= 0 else { return nil }
+        let value = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        guard value >= 0 else { return nil }
+        let descriptor = Descriptor(value)
         guard
             let token = Poller.shared?.register(
-                descriptor, queue: queue,
+                value, queue: queue,
                 handler: {
                     var expirations: UInt64 = 0
                     // Nothing to read: disarmed or re-armed for later since the readiness was reported.
-                    guard read(descriptor, &expirations, 8) == 8 else { return }
+                    guard read(descriptor.value, &expirations, 8) == 8 else { return }
                     handler()
                 })
-        else {
-            close(descriptor)
-            return nil
-        }
+        else { return nil }
         self.descriptor = descriptor
         self.token = token
     }
 
     deinit {
         Poller.shared?.unregister(token)
-        close(descriptor)
     }
 
     /// `CLOCK_MONOTONIC` now, in nanoseconds.
@@ -184,12 +201,12 @@ final class PollerTimer: Sendable {
         // Zero would disarm: the earliest time there is means "now". Past 2^62 ns (146 years) is "never".
         let at = min(max(nanoseconds, 1), 1 << 62)
         setting.it_value = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
-        timerfd_settime(descriptor, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+        timerfd_settime(descriptor.value, Int32(TFD_TIMER_ABSTIME), &setting, nil)
     }
 
     /// Will not fire until scheduled again.
     func disarm() {
         var setting = itimerspec()
-        timerfd_settime(descriptor, 0, &setting, nil)
+        timerfd_settime(descriptor.value, 0, &setting, nil)
     }
 }

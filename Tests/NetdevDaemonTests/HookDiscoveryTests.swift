@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Locking
 import NetdevDaemon
 import NetdevSession
 import Testing
@@ -128,5 +130,35 @@ struct HookDiscoveryTests {
                 properties: full ? ["ID_NET_NAME": name, "A\"B": "1", "Z": "", "ä": "x", "a": "y"] : [:])
             #expect(HookJSON.describe(device) == (try encoded(device)))
         }
+    }
+}
+
+@Suite("Hook supervision")
+struct HookSupervisionTests {
+    @Test("a hook that never stops writing is stopped at its timeout, and its queue's other work goes on meanwhile")
+    func endlessOutput() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-chatty-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = directory + "/50-chatty"
+        #expect(FileManager.default.createFile(atPath: hook, contents: Data("#!/bin/sh\nexec yes\n".utf8)))
+        #expect(chmod(hook, 0o755) == 0)
+        // The daemon's arrangement: the hooks' queue targets the loop's.
+        let loop = DispatchQueue(label: "hook-supervision-test.loop")
+        let runner = HookRunner(directories: [directory], killGrace: .milliseconds(500), target: loop, log: { _ in })
+        let result = Locked<HookRunResult?>(nil)
+        let run = HookRun(
+            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "chatty0", environment: [],
+            link: nil, device: nil, timeoutMilliseconds: 700)
+        runner.start(run, timeoutMilliseconds: 700) { finished in result.withLock { $0 = finished } }
+        usleep(200_000)
+        let answered = DispatchSemaphore(value: 0)
+        loop.async { answered.signal() }
+        #expect(answered.wait(timeout: .now() + 2) == .success, "the loop's queue answers while the hook writes")
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        #expect(outcome.status == .timedOut)
+        #expect(outcome.outputTail.hasSuffix("y"))
     }
 }

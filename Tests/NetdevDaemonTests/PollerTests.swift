@@ -75,6 +75,37 @@ struct PollerTests {
 
         timer.schedule(atUptimeNanoseconds: 0)
         #expect(eventually { fired.withLock { $0.count } == 2 }, "a deadline in the past fires at once")
+
+        timer.schedule(atUptimeNanoseconds: PollerTimer.now() + 20_000_000)
         timer.disarm()
+        usleep(150_000)
+        #expect(fired.withLock { $0.count } == 2, "disarmed: the deadline set before does not fire")
+    }
+
+    @Test("a readiness already queued when its registration is removed does not reach the handler")
+    func unregisterWithReadinessQueued() throws {
+        var ends: [Int32] = [0, 0]
+        #expect(pipe(&ends) == 0)
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        let queue = DispatchQueue(label: "poller-unregister-test")
+        let calls = Locked(0)
+        let poller = try #require(Poller.shared)
+        let token = try #require(poller.register(ends[0], queue: queue) { calls.withLock { $0 += 1 } })
+        let done = DispatchSemaphore(value: 0)
+        let writer = ends[1]
+        queue.async {
+            // The queue is busy: the poller queues the readiness behind this block, which then unregisters.
+            var byte: UInt8 = 1
+            _ = write(writer, &byte, 1)
+            usleep(200_000)
+            poller.unregister(token)
+        }
+        queue.async { done.signal() }
+        #expect(done.wait(timeout: .now() + 5) == .success)
+        queue.sync {}
+        #expect(calls.withLock { $0 } == 0)
     }
 }
