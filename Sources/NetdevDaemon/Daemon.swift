@@ -42,7 +42,8 @@ public struct DaemonOptions: Sendable {
 
 /// netdevd: a MobiusController running the session, fed by the udev monitor, the rtnetlink watcher, signals and
 /// the watchdog, with effect handlers for enumeration, the journal, sd_notify, configuration, hooks, timers and
-/// exit. One serial queue is the event loop; blocking work (dumps, configuration files, hooks) runs elsewhere.
+/// exit. One serial queue is the event loop; blocking work (dumps, configuration files, journal writes) runs
+/// elsewhere, and no hook is ever waited for.
 public final class Daemon: Sendable {
     let options: DaemonOptions
     private let journal: Journal

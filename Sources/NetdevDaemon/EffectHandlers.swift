@@ -6,7 +6,8 @@ import Netlink
 import Udev
 
 /// The session's effects, carried out: an ``EffectRouter`` with one route per kind of effect. Blocking work
-/// (dumps, enumeration, configuration files) runs on the I/O queue; hooks on the runner's threads.
+/// (dumps, enumeration, configuration files) runs on the I/O queue; hooks are started and supervised on the runner's
+/// queue, which never waits for a hook.
 struct EffectHandlers: Sendable {
     let router: EffectRouter<Effect, Event>
     private let notifyQueue = DispatchQueue(label: "netdevd.notify")

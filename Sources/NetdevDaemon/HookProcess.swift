@@ -7,13 +7,13 @@ import Glibc
 #endif
 
 /// One hook process, supervised without a thread of its own: its exit (a pidfd) and its output (the read end of
-/// its pipe) are watched by the ``HookWatcher``'s epoll descriptor, and its deadlines are timers, all on the
-/// runner's serial queue.
+/// its pipe) are watched by the ``HookWatcher``'s epoll descriptor, and its deadlines are entries of the watcher's
+/// one timer, all on the runner's serial queue.
 ///
 ///     posix_spawn ─▶ pidfd readable ──▶ waitpid ─┐
 ///                    pipe readable ───▶ tail     ├─▶ done(outcome); descriptors closed
-///                    timeout timer ───▶ SIGTERM ─┘
-///                                       └▶ grace timer ▶ SIGKILL
+///                    timeout deadline ─▶ SIGTERM ┘
+///                                        └▶ grace deadline ▶ SIGKILL
 ///
 /// Where pidfd_open is refused (a kernel before 5.3, a seccomp filter), the exit is checked every 20 ms instead.
 ///
@@ -43,7 +43,7 @@ final class HookProcess: @unchecked Sendable {
         self.outputDescriptor = outputDescriptor
         self.tail = OutputTail(limit: tailBytes)
         self.queue = queue
-        self.started = DispatchTime.now().uptimeNanoseconds
+        self.started = PollerTimer.now()
     }
 
     /// Starts `hook` with `arguments` and `environment` in a process group of its own, standard input from
@@ -112,7 +112,7 @@ final class HookProcess: @unchecked Sendable {
         if exitDescriptor < 0 {
             let poll = DispatchSource.makeTimerSource(queue: queue)
             poll.schedule(deadline: .now() + .milliseconds(20), repeating: .milliseconds(20))
-            poll.setEventHandler { [self] in reap(watcher) }
+            poll.setEventHandler { [self] in reap() }
             exitPoll = poll
             poll.resume()
         }
@@ -127,8 +127,8 @@ final class HookProcess: @unchecked Sendable {
     }
 
     /// The pipe is readable: keep its tail; at its end, stop watching it.
-    func outputReadable(_ watcher: HookWatcher) {
-        guard outputDescriptor >= 0, !tail.readAvailable(from: outputDescriptor) else { return }
+    func outputReadable() {
+        guard let watcher, outputDescriptor >= 0, !tail.readAvailable(from: outputDescriptor) else { return }
         watcher.forget(outputDescriptor)
         close(outputDescriptor)
         outputDescriptor = -1
@@ -170,7 +170,7 @@ final class HookProcess: @unchecked Sendable {
     }
 
     /// The pidfd is readable (or the poll timer fired): if the process has exited, collect it and finish.
-    func reap(_ watcher: HookWatcher) {
+    func reap() {
         var status: Int32 = 0
         let waited = waitpid(pid, &status, WNOHANG)
         guard waited == pid || (waited < 0 && errno == ECHILD), let done else { return }
@@ -179,19 +179,19 @@ final class HookProcess: @unchecked Sendable {
         // so only what is there is read.
         if outputDescriptor >= 0 {
             _ = tail.readAvailable(from: outputDescriptor)
-            watcher.forget(outputDescriptor)
+            watcher?.forget(outputDescriptor)
             close(outputDescriptor)
             outputDescriptor = -1
         }
         if exitDescriptor >= 0 {
-            watcher.forget(exitDescriptor)
+            watcher?.forget(exitDescriptor)
             close(exitDescriptor)
             exitDescriptor = -1
         }
         exitPoll?.cancel()
         exitPoll = nil
         deadlinePassed = nil
-        watcher.clearDeadline(of: self)
+        watcher?.clearDeadline(of: self)
         let exitStatus: HookExitStatus
         if timedOut {
             exitStatus = .timedOut
@@ -200,7 +200,7 @@ final class HookProcess: @unchecked Sendable {
         } else {
             exitStatus = .killed(signal: status & 0x7f)
         }
-        let milliseconds = Int((DispatchTime.now().uptimeNanoseconds - started) / 1_000_000)
+        let milliseconds = Int((PollerTimer.now() - started) / 1_000_000)
         done(HookOutcome(name: name, status: exitStatus, durationMilliseconds: milliseconds, outputTail: tail.text))
     }
 }
@@ -216,6 +216,8 @@ final class HookProcess: @unchecked Sendable {
 final class HookWatcher: @unchecked Sendable {
     private let queue: DispatchQueue
     private let epoll: Int32
+    /// `epoll_wait`'s buffer, allocated once: a hook's exit and output are served on the loop's thread.
+    private let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: 64)
     private var token: UInt64?
     private var timer: PollerTimer?
     private var watched: [Int32: HookProcess] = [:]
@@ -241,6 +243,7 @@ final class HookWatcher: @unchecked Sendable {
     deinit {
         if let token { Poller.shared?.unregister(token) }
         close(epoll)
+        events.deallocate()
     }
 
     /// `process`'s next deadline is `nanoseconds` (``PollerTimer/now()``); it replaces the one it had. On queue.
@@ -301,19 +304,18 @@ final class HookWatcher: @unchecked Sendable {
     /// anything in it is still ready, behind the loop's other work. (Looping here until nothing was ready let a
     /// hook that never stops writing hold the queue, which the loop shares, and its own timeout, forever.)
     private func dispatchEvents() {
-        var events = [epoll_event](repeating: epoll_event(), count: 64)
         var count: Int32
         repeat {
-            count = events.withUnsafeMutableBufferPointer { epoll_wait(epoll, $0.baseAddress, 64, 0) }
+            count = epoll_wait(epoll, events, 64, 0)
         } while count < 0 && errno == EINTR
         guard count > 0 else { return }
-        for event in events[0..<Int(count)] {
-            let descriptor = event.data.fd
+        for index in 0..<Int(count) {
+            let descriptor = events[index].data.fd
             guard let process = watched[descriptor] else { continue }
             if descriptor == process.exitDescriptor {
-                process.reap(self)
+                process.reap()
             } else {
-                process.outputReadable(self)
+                process.outputReadable()
             }
         }
     }

@@ -35,7 +35,9 @@ public final class HookRunner: Sendable {
     private let log: @Sendable (JournalEntry) -> Void
     /// The runs in progress, by id (for ``cancel(_:)``).
     private let executions = Locked<[Int: RunExecution]>([:])
-    /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks.
+    /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks (netdevd targets it at
+    /// the loop's queue, so a run starts and ends without a thread hop; `posix_spawn` returns once the child has
+    /// exec'd, and no hook is waited for).
     fileprivate let queue: DispatchQueue
     /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
     fileprivate let watcher: HookWatcher?
