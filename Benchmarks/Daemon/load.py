@@ -11,7 +11,8 @@ creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them wit
   - drift: netdevd's links and addresses against `ip -j link` and `ip -j addr` at the end of each phase;
   - exec to READY=1 (sd_notify, on a socket of ours) with no links and with 1,000 links present;
   - `netdevctl links` wall time at 1,000 links;
-  - the time until every link's hooks ran for its settled state;
+  - the time until every link's hooks ran for its settled state, and how many of the 1,000 links and their
+    net devices got their link-added / device-added (and, on delete, -removed) run;
   - journald's CPU and netdevd's journal entries per burst;
   - idle wake-ups (context switches of every thread) and threads started over --idle-seconds, before the
     bursts and after them;
@@ -305,6 +306,24 @@ def wait_for_hooks(log_path, ctl, socket_path, prefix, after, timeout=180):
     raise RuntimeError(f"hooks did not run for every link's settled state within {timeout} s")
 
 
+def lifecycle_runs(log_path, start, event, prefix, expected, timeout=30):
+    """`event` hook runs since line `start` of the hook log for links or devices named prefix*, waiting up to
+    `timeout` s for `expected` of them: "N of M" (and how many runs were duplicates, which must never happen)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        names = []
+        with open(log_path) as f:
+            for number, line in enumerate(f):
+                parts = line.split()
+                if number >= start and len(parts) >= 2 and parts[0] == event \
+                        and os.path.basename(parts[1]).startswith(prefix):
+                    names.append(parts[1])
+        if len(set(names)) >= expected or time.monotonic() > deadline:
+            duplicates = len(names) - len(set(names))
+            return f"{len(set(names))} of {expected:,}" + (f" ({duplicates} duplicate runs)" if duplicates else "")
+        time.sleep(0.2)
+
+
 def idle(pid, seconds):
     before = task_switches(pid)
     time.sleep(seconds)
@@ -435,6 +454,8 @@ def main():
                 hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
                 figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
                     hooks, 2)
+                for event in ("link-added", "device-added"):
+                    figures[f"{label}: {event} runs"] = lifecycle_runs(hook_log, hook_lines0, event, "nb", 2 * PAIRS)
                 figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
             problems = settle_drift(ctl, daemon.socket_path)
             time.sleep(1)
@@ -472,8 +493,12 @@ def main():
 
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
             delete = [f"link del nb{i:03d}a" for i in range(PAIRS)]
+            hook_lines0 = sum(1 for _ in open(hook_log))
             before, returned = burst(figures, label, delete, ctl, daemon, sampler, 0, journald)
             problems = settle_drift(ctl, daemon.socket_path)
+            if not options.no_hooks:
+                for event in ("link-removed", "device-removed"):
+                    figures[f"{label}: {event} runs"] = lifecycle_runs(hook_log, hook_lines0, event, "nb", 2 * PAIRS)
             time.sleep(2)
             burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems)
         if options.perf:

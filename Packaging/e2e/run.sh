@@ -319,7 +319,7 @@ check_env() {    # check_env "EVENT SUBJECT" VAR=PREFIX...: prints what is missi
 }
 # Step 1: a new link (ethe2e0, down): link-added and device-added. Step 2: both ends up: link-state, with the
 # previous state. Step 3: an address and a default route: routable, and the host online (online-state). One
-# step at a time, because a queued run is replaced by a newer state of its subject. The name starts with "eth"
+# step at a time, because a run waiting for its subject takes newer state into it. The name starts with "eth"
 # for the shipped example 50-on-routable, which acts on eth*/en* links only.
 dev=/sys/devices/virtual/net/ethe2e0
 t=$(now)

@@ -1,69 +1,137 @@
 /// Hook scheduling as pure bookkeeping: one run at a time per subject and in order, up to the configured number
-/// of subjects at once, and a queued run replaced (dropped, counted, logged) when newer state of its subject
-/// arrives before it started.
+/// of subjects at once, and queued runs coalesced by the rules of ``HookEvent/Lifecycle`` so that a burst runs
+/// each subject's hooks for its newest state without ever losing (or inventing) an `added` or a `removed`.
 extension Transition {
     mutating func enqueueLinkRun(_ link: Link, event: HookEvent, previousState: OperationalState?) {
+        let subject = HookSubject.link(index: link.index)
+        guard let (event, replaced) = coalesce(subject: subject, event: event, name: link.name) else { return }
+        // Changes merged into a waiting change start from the state the hooks were last told about.
+        var previous = previousState?.rawValue
+        if event == .linkState, let replaced, replaced.event == .linkState {
+            previous = replaced.environment.first { $0.name == LogField.Name.previousOperState }?.value ?? previous
+            if previous == link.operationalState.rawValue {
+                cancel(replaced, reason: "\(link.name) is back in the state its hooks last saw")
+                return
+            }
+        }
         var environment = [
             LogField("NETDEVD_EVENT", event.rawValue),
             LogField(LogField.Name.ifname, link.name),
             LogField(LogField.Name.ifindex, String(link.index)),
             LogField(LogField.Name.operState, event == .linkRemoved ? "removed" : link.operationalState.rawValue),
         ]
-        if let previousState {
-            environment.append(LogField(LogField.Name.previousOperState, previousState.rawValue))
+        if event != .linkAdded, let previous {
+            environment.append(LogField(LogField.Name.previousOperState, previous))
         }
         environment.append(LogField("NETDEVD_ADDRESSES", link.addresses.map(\.cidr).joined(separator: " ")))
         environment.append(LogField(LogField.Name.onlineState, model.onlineState.rawValue))
-        enqueue(subject: .link(index: link.index), event: event, name: link.name, environment: environment, link: link)
+        queue(
+            subject: subject, event: event, name: link.name, environment: environment, link: link, replacing: replaced)
     }
 
     mutating func enqueueDeviceRun(_ device: Device, event: HookEvent) {
-        enqueue(
-            subject: .device(syspath: device.syspath), event: event, name: device.syspath,
+        let subject = HookSubject.device(syspath: device.syspath)
+        guard let (event, replaced) = coalesce(subject: subject, event: event, name: device.syspath) else { return }
+        queue(
+            subject: subject, event: event, name: device.syspath,
             environment: [
                 LogField("NETDEVD_EVENT", event.rawValue),
                 LogField(LogField.Name.devpath, device.syspath),
                 LogField(LogField.Name.subsystem, device.subsystem),
                 LogField(LogField.Name.onlineState, model.onlineState.rawValue),
             ],
-            device: device
+            device: device, replacing: replaced
         )
     }
 
-    mutating func enqueue(
+    mutating func enqueueOnlineRun(from old: OnlineState) {
+        let new = model.onlineState
+        guard let (_, replaced) = coalesce(subject: .host, event: .onlineState, name: "host") else { return }
+        let previous =
+            replaced?.environment.first { $0.name == LogField.Name.previousOnlineState }?.value ?? old.rawValue
+        if previous == new.rawValue, let replaced {
+            cancel(replaced, reason: "the host is back in the online state its hooks last saw")
+            return
+        }
+        queue(
+            subject: .host, event: .onlineState, name: "host",
+            environment: [
+                LogField("NETDEVD_EVENT", HookEvent.onlineState.rawValue),
+                LogField(LogField.Name.onlineState, new.rawValue),
+                LogField(LogField.Name.previousOnlineState, previous),
+            ],
+            replacing: replaced
+        )
+    }
+
+    /// Applies the coalescing rules to a new `event` of `subject` against the newest run still waiting for it.
+    /// Returns the event to queue (an `added` stays `added` whatever changes follow it) and the waiting run it
+    /// replaces, or `nil` when nothing is to be queued: an `added` and a `removed` that meet before the `added`
+    /// ran cancel out, and neither runs.
+    private mutating func coalesce(
+        subject: HookSubject, event: HookEvent, name: String
+    ) -> (event: HookEvent, replacing: HookRun?)? {
+        guard let pending = model.hooks.newestWaiting(for: subject) else { return (event, nil) }
+        switch (pending.event.lifecycle, event.lifecycle) {
+        case (.added, .changed):
+            return (pending.event, pending)
+        case (.added, .removed):
+            cancel(pending, reason: "\(name) was removed before its \(pending.event.rawValue) hooks ran")
+            // The removal is dropped with it: its hooks never heard of the subject.
+            countDrop(of: event, name: name)
+            return nil
+        case (.removed, .added), (.removed, .changed):
+            // A new subject under a reused name or index: its run waits behind the old one's removal.
+            return (event, nil)
+        case (.changed, _), (.added, .added), (.removed, .removed):
+            return (event, pending)
+        }
+    }
+
+    /// Queues a run, in place of `replaced` (the newest waiting run of its subject) when there is one.
+    private mutating func queue(
         subject: HookSubject,
         event: HookEvent,
         name: String,
         environment: [LogField],
         link: Link? = nil,
-        device: Device? = nil
+        device: Device? = nil,
+        replacing replaced: HookRun?
     ) {
+        if let replaced {
+            model.hooks.remove(replaced)
+            countDrop(
+                of: replaced.event, name: replaced.subjectName, run: replaced.id,
+                reason: "its \(event.rawValue) run with newer state replaced it")
+        }
         let run = HookRun(
             id: model.nextHookRunID, subject: subject, event: event, subjectName: name, environment: environment,
             link: link, device: device, timeoutMilliseconds: model.configuration.hookTimeoutMilliseconds
         )
         model.nextHookRunID += 1
-        if let stale = model.hooks.waiting[subject] {
-            model.counters.staleHookRunsDropped += 1
-            if model.hooks.droppedSinceSummary == 0 {
-                effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
-            }
-            model.hooks.droppedSinceSummary += 1
-            // One line per drop only at debug: a burst drops thousands. The journal gets a count at most every
-            // 10 s (summariseDrops).
-            log(
-                7, .hookRunDropped,
-                "Dropped the queued \(stale.event.rawValue) hook run for \(stale.subjectName): newer state replaced it",
-                [
-                    LogField(LogField.Name.hookEvent, stale.event.rawValue),
-                    LogField(LogField.Name.hookRun, String(stale.id)),
-                ]
-            )
-            model.hooks.queued[stale.id] = nil
-        }
-        model.hooks.waiting[subject] = run
-        model.hooks.queued[run.id] = subject
+        model.hooks.append(run)
         startWaitingRuns()
+    }
+
+    /// Removes a waiting run that will not run, and counts it.
+    private mutating func cancel(_ run: HookRun, reason: String) {
+        model.hooks.remove(run)
+        countDrop(of: run.event, name: run.subjectName, run: run.id, reason: reason)
+    }
+
+    /// Counts a run that will never run: one debug entry each (a burst drops thousands); the journal gets a
+    /// count at most every 10 s (``summariseDrops()``).
+    private mutating func countDrop(of event: HookEvent, name: String, run: Int? = nil, reason: String = "") {
+        model.counters.staleHookRunsDropped += 1
+        if model.hooks.droppedSinceSummary == 0 {
+            effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
+        }
+        model.hooks.droppedSinceSummary += 1
+        var fields = [LogField(LogField.Name.hookEvent, event.rawValue)]
+        if let run { fields.append(LogField(LogField.Name.hookRun, String(run))) }
+        log(
+            7, .hookRunDropped,
+            "Dropped the \(event.rawValue) hook run for \(name)" + (reason.isEmpty ? "" : ": \(reason)"), fields)
     }
 
     /// Starts waiting runs, oldest first, while slots are free and their subjects are not already running.
@@ -79,12 +147,10 @@ extension Transition {
                 if atFront { model.hooks.oldestQueued = id + 1 }
                 continue
             }
-            guard model.hooks.running[subject] == nil, let run = model.hooks.waiting.removeValue(forKey: subject)
-            else {
+            guard model.hooks.running[subject] == nil, let run = model.hooks.takeWaiting(for: subject) else {
                 atFront = false
                 continue
             }
-            model.hooks.queued[id] = nil
             if atFront { model.hooks.oldestQueued = id + 1 }
             model.hooks.running[subject] = run
             model.counters.hookRunsStarted += 1

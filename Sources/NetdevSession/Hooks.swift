@@ -35,6 +35,32 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     case deviceRemoved = "device-removed"
     /// The host's online state changed.
     case onlineState = "online-state"
+
+    /// Where an event stands in its subject's life, which decides how queued runs coalesce. Per subject at most
+    /// one run waits, and it carries the newest state:
+    /// - `added`, then changes: one `added` run with the newest state;
+    /// - `added`, then `removed`, before the `added` ran: neither runs (both counted as dropped);
+    /// - changes, then `removed`: one `removed` run;
+    /// - changes, then changes: one change with the newest state, from the state the hooks were last told
+    ///   about (`NETDEVD_PREV_*`); none when that is the state it is in again (`online-state` alike).
+    /// An `added` or a change after a waiting `removed` (a device path used again) waits behind the removal.
+    public enum Lifecycle: Sendable {
+        /// The subject appeared.
+        case added
+        /// The subject's state changed.
+        case changed
+        /// The subject went away.
+        case removed
+    }
+
+    /// Where the event stands in its subject's life.
+    public var lifecycle: Lifecycle {
+        switch self {
+        case .linkAdded, .deviceAdded: .added
+        case .linkState, .deviceChanged, .onlineState: .changed
+        case .linkRemoved, .deviceRemoved: .removed
+        }
+    }
 }
 
 /// One run of the hooks for an event: every hook executable, in lexical order, with the same arguments and
@@ -194,19 +220,23 @@ public enum HookExitStatus: Codable, Sendable, Equatable {
     case notStarted(String)
 }
 
-/// The hook queue: per subject at most one run running and at most one waiting (newer state replaces older),
-/// and at most `parallelism` subjects running at once. Pure bookkeeping, no I/O.
+/// The hook queue: per subject at most one run running and one waiting (which carries the newest state; see
+/// ``HookEvent/Lifecycle`` for how runs coalesce), and at most `parallelism` subjects running at once. A subject
+/// whose removal waits can have one more run waiting behind it: a new subject under the same device path (a
+/// veth deleted and created again) must not be merged into the old one's removal. Pure bookkeeping, no I/O.
 public struct HookQueue: Codable, Sendable, Equatable {
     /// Runs in progress, by subject.
     public var running: TreeDictionary<HookSubject, HookRun> = [:]
     /// The next run per subject, waiting for the subject's current run or for a free slot.
     public var waiting: TreeDictionary<HookSubject, HookRun> = [:]
+    /// A run of a new subject under the name of one whose removal is waiting: it waits for that removal to start.
+    public var following: TreeDictionary<HookSubject, HookRun> = [:]
     /// The subjects of waiting runs by run id. Ids only increase, so this is the order the runs were queued in
     /// (slots are given out fairly), kept in a persistent table so that queueing a run never copies the queue.
     public var queued: TreeDictionary<Int, HookSubject> = [:]
     /// No waiting run has a smaller id: where the search for the oldest one starts.
     public var oldestQueued = 0
-    /// Stale runs dropped since the journal last summarised them (once the queue is idle).
+    /// Runs dropped since the journal last counted them.
     public var droppedSinceSummary = 0
 
     /// An empty queue.
@@ -215,5 +245,55 @@ public struct HookQueue: Codable, Sendable, Equatable {
     /// `true` when nothing runs or waits.
     public var isIdle: Bool {
         running.isEmpty && waiting.isEmpty
+    }
+
+    /// How many runs wait.
+    public var waitingCount: Int {
+        waiting.count + following.count
+    }
+
+    /// The newest run waiting for `subject`: the one new events of the subject coalesce with.
+    func newestWaiting(for subject: HookSubject) -> HookRun? {
+        following[subject] ?? waiting[subject]
+    }
+
+    /// Queues `run` as its subject's newest.
+    mutating func append(_ run: HookRun) {
+        if waiting[run.subject] == nil {
+            waiting[run.subject] = run
+            queued[run.id] = run.subject
+        } else {
+            following[run.subject] = run
+        }
+    }
+
+    /// Removes a waiting run (one of ``newestWaiting(for:)``'s answers).
+    mutating func remove(_ run: HookRun) {
+        if following[run.subject]?.id == run.id {
+            following[run.subject] = nil
+        } else if waiting[run.subject]?.id == run.id {
+            waiting[run.subject] = nil
+            queued[run.id] = nil
+            if let next = following.removeValue(forKey: run.subject) {
+                append(next)
+            }
+        }
+    }
+
+    /// Takes the run waiting for `subject` to start it; a run following it becomes the waiting one.
+    mutating func takeWaiting(for subject: HookSubject) -> HookRun? {
+        guard let run = waiting[subject] else { return nil }
+        remove(run)
+        return run
+    }
+
+    /// Drops every waiting run (at the stop); returns how many there were.
+    mutating func removeAllWaiting() -> Int {
+        defer {
+            waiting = [:]
+            following = [:]
+            queued = [:]
+        }
+        return waitingCount
     }
 }

@@ -201,9 +201,7 @@ extension Transition {
             break
         }
         model.phase = .stopping
-        let dropped = model.hooks.waiting.count
-        model.hooks.waiting = [:]
-        model.hooks.queued = [:]
+        let dropped = model.hooks.removeAllWaiting()
         for subject in model.debouncing.keys.sorted(by: { $0.description < $1.description }) {
             effects.append(.cancelTimer(.debounce(subject)))
         }

@@ -40,7 +40,7 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
     case deviceChanged
     /// The host's online state (offline, partial, online) changed.
     case onlineStateChanged
-    /// A queued hook run was dropped because newer state of the same subject replaced it.
+    /// A queued hook run was dropped: a newer run of its subject replaced it, or an added and a removed cancelled.
     case hookRunDropped
     /// The hooks for an event ran and exited successfully.
     case hookRunFinished
@@ -104,7 +104,8 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .deviceChanged: "A device of a tracked subsystem changed."
         case .onlineStateChanged: "The host's online state (offline, partial, online) changed."
         case .hookRunDropped:
-            "Queued hook runs were dropped because newer state of the same subject replaced them before they ran."
+            "Queued hook runs were dropped before they ran: a newer run of the same subject replaced them, or a "
+                + "subject was added and removed again before its added run."
         case .hookRunFinished: "The hooks for an event ran and exited successfully."
         case .hookRunFailed: "A hook exited with an error, was killed, or timed out."
         case .hookRunsCancelled: "Running hooks were cancelled because the stop timeout passed."
@@ -158,7 +159,8 @@ extension MessageKind {
             "The entry names the hook and its exit status or signal; the hook's last output is logged under its "
                 + "name. Run the hook by hand with the NETDEVD_* environment shown in netdevd(8) to reproduce it."
         case .hookRunDropped:
-            "Hooks of one subject run one at a time; while one runs, only the newest queued state is kept."
+            "Hooks of one subject run one at a time; while one runs, one run waits with the newest state. An "
+                + "added run stays an added run, and nothing runs for a subject that came and went meanwhile."
         default: nil
         }
     }

@@ -23,7 +23,7 @@ public enum Phase: String, Codable, Sendable, CaseIterable {
 public struct Counters: Codable, Sendable, Equatable {
     /// Re-enumerations after lost events.
     public var resyncs = 0
-    /// Queued hook runs dropped because newer state of the same subject replaced them.
+    /// Queued hook runs that never ran: a newer run of the subject replaced them, or an added and a removed cancelled.
     public var staleHookRunsDropped = 0
     /// Hook runs started.
     public var hookRunsStarted = 0

@@ -216,14 +216,7 @@ extension Transition {
             ]
         )
         if model.phase == .running || model.phase == .reloading {
-            enqueue(
-                subject: .host, event: .onlineState, name: "host",
-                environment: [
-                    LogField("NETDEVD_EVENT", HookEvent.onlineState.rawValue),
-                    LogField(LogField.Name.onlineState, new.rawValue),
-                    LogField("NETDEVD_PREV_ONLINE_STATE", old.rawValue),
-                ]
-            )
+            enqueueOnlineRun(from: old)
         }
     }
 
