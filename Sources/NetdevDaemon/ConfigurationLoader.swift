@@ -18,7 +18,7 @@ public import NetdevSession
 /// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `500ms`, `2min`); how long one hook may run; 0: no limit |
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
-/// | `[Daemon]` | `StopTimeoutSec=` | a time span; how long a stop waits for running hooks |
+/// | `[Daemon]` | `StopTimeoutSec=` | a time span; how long a stop waits for running hooks after their SIGTERM |
 public struct ConfigurationLoader: Sendable {
     /// The main file.
     public var mainFile: String

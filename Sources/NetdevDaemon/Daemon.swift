@@ -173,6 +173,8 @@ public final class Daemon: Sendable {
         server?.stop()
         controller.stop()
         timers.cancelAll()
+        // Hooks the stop timeout cut short got SIGKILL already; leftovers of hooks within their grace get it now.
+        hooks.killAll()
         recorder?.flush()
         return exitStatus.withLock { $0 } ?? 0
     }

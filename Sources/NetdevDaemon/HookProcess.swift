@@ -15,6 +15,9 @@ import Glibc
 ///                    timeout deadline ─▶ SIGTERM ┘
 ///                                        └▶ grace deadline ▶ SIGKILL
 ///
+/// A hook's run ends when its main process exits; whatever it left running in its process group gets SIGTERM
+/// then, and SIGKILL after the grace (a hook that must start something lasting uses `systemd-run`).
+///
 /// Where pidfd_open is refused (a kernel before 5.3, a seccomp filter), the exit is checked every 20 ms instead.
 ///
 /// `@unchecked Sendable`: every property is read and written only on `queue`, where all methods run.
@@ -32,10 +35,11 @@ final class HookProcess: @unchecked Sendable {
     /// The watcher, from ``supervise(by:timeoutMilliseconds:killGrace:done:)`` on.
     private var watcher: HookWatcher?
     /// What happens at the process's next deadline (the timeout's SIGTERM or the grace's SIGKILL).
-    fileprivate var deadlinePassed: (() -> Void)?
+    private var deadlinePassed: (() -> Void)?
     private var signalled = false
     private var timedOut = false
-    private var done: ((HookOutcome) -> Void)?
+    private var done: ((HookOutcome, _ leftProcesses: Bool) -> Void)?
+    private var killGrace: DispatchTimeInterval = .seconds(5)
 
     private init(name: String, pid: pid_t, outputDescriptor: Int32, tailBytes: Int, queue: DispatchQueue) {
         self.name = name
@@ -65,6 +69,9 @@ final class HookProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
         posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
+        // Nothing else: descriptors netdevd inherited without close-on-exec (from whoever started it) must not
+        // reach hooks, nor the processes they leave behind.
+        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -99,10 +106,12 @@ final class HookProcess: @unchecked Sendable {
     /// limit; past it the group gets SIGTERM, and SIGKILL `killGrace` later.
     func supervise(
         by watcher: HookWatcher, timeoutMilliseconds: Int, killGrace: DispatchTimeInterval,
-        done: @escaping (HookOutcome) -> Void
+        done: @escaping (HookOutcome, _ leftProcesses: Bool) -> Void
     ) {
         self.done = done
         self.watcher = watcher
+        self.killGrace = killGrace
+        watcher.track(self)
         exitDescriptor = pidfd_open(pid, 0)
         let watched = watcher.watch(self)
         if exitDescriptor >= 0 && !watched.contains(exitDescriptor) {
@@ -134,14 +143,43 @@ final class HookProcess: @unchecked Sendable {
         outputDescriptor = -1
     }
 
-    /// SIGTERM to the hook's process group now, SIGKILL after `killGrace` if it has not exited by then.
+    /// SIGTERM to the hook's process group now, SIGKILL after `killGrace` if it has not exited by then; a second
+    /// call sends SIGKILL at once.
     func terminate(killGrace: DispatchTimeInterval) {
-        guard done != nil, !signalled else { return }
-        signalled = true
-        kill(-pid, SIGTERM)
-        after(killGrace) { [self] in
-            if done != nil { kill(-pid, SIGKILL) }
+        guard done != nil else { return }
+        guard !signalled else {
+            Glibc.kill(-pid, SIGKILL)
+            return
         }
+        signalled = true
+        Glibc.kill(-pid, SIGTERM)
+        after(killGrace) { [self] in
+            if done != nil { Glibc.kill(-pid, SIGKILL) }
+        }
+    }
+
+    /// SIGKILL to the hook's process group, whether its main process runs or only what it left behind does
+    /// (netdevd is about to exit; nothing of a hook may outlive it).
+    func killGroup() {
+        Glibc.kill(-pid, SIGKILL)
+    }
+
+    /// The hook's main process has exited: what it left running in its process group ends with it (SIGTERM now,
+    /// SIGKILL after the grace; SIGKILL at once if the group was signalled already, at a timeout or at the stop).
+    /// Returns `true` when something was left. The group's id stays taken while any of it runs, so the signals
+    /// cannot reach another process.
+    private func endLeftovers(killGrace: DispatchTimeInterval) -> Bool {
+        guard Glibc.kill(-pid, 0) == 0 else { return false }
+        if signalled {
+            Glibc.kill(-pid, SIGKILL)
+        } else {
+            Glibc.kill(-pid, SIGTERM)
+            after(killGrace) { [self] in
+                Glibc.kill(-pid, SIGKILL)
+                watcher?.untrack(self)
+            }
+        }
+        return true
     }
 
     /// `interval` in nanoseconds, saturating (a configured timeout of centuries is "never", not a trap).
@@ -169,6 +207,13 @@ final class HookProcess: @unchecked Sendable {
         watcher.setDeadline(of: self, at: overflow ? .max : deadline)
     }
 
+    /// The process's deadline has passed (the watcher's timer): runs what was to happen then, once.
+    func passDeadline() {
+        let handler = deadlinePassed
+        deadlinePassed = nil
+        handler?()
+    }
+
     /// The pidfd is readable (or the poll timer fired): if the process has exited, collect it and finish.
     func reap() {
         var status: Int32 = 0
@@ -192,6 +237,8 @@ final class HookProcess: @unchecked Sendable {
         exitPoll = nil
         deadlinePassed = nil
         watcher?.clearDeadline(of: self)
+        let leftProcesses = endLeftovers(killGrace: killGrace)
+        if !leftProcesses || signalled { watcher?.untrack(self) }
         let exitStatus: HookExitStatus
         if timedOut {
             exitStatus = .timedOut
@@ -201,123 +248,9 @@ final class HookProcess: @unchecked Sendable {
             exitStatus = .killed(signal: status & 0x7f)
         }
         let milliseconds = Int((PollerTimer.now() - started) / 1_000_000)
-        done(HookOutcome(name: name, status: exitStatus, durationMilliseconds: milliseconds, outputTail: tail.text))
-    }
-}
-
-/// The descriptors of running hooks (pipes and pidfds) in one epoll set of netdevd's own, watched by the
-/// ``Poller`` for as long as the runner lives, and their deadlines, served by one ``PollerTimer``. Not a Dispatch
-/// source per descriptor or a Dispatch timer per deadline: each costs wake-ups of libdispatch's manager thread
-/// (see ``Poller``), and libdispatch's epoll bookkeeping on Linux can free a registration while its manager
-/// thread still delivers an event for it when sources come and go at a high rate (swift-corelibs-libdispatch#949);
-/// a burst starts thousands of hooks.
-///
-/// `@unchecked Sendable`: `watched`, `deadlines` and `armed` are read and written only on `queue`.
-final class HookWatcher: @unchecked Sendable {
-    private let queue: DispatchQueue
-    private let epoll: Int32
-    /// `epoll_wait`'s buffer, allocated once: a hook's exit and output are served on the loop's thread.
-    private let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: 64)
-    private var token: UInt64?
-    private var timer: PollerTimer?
-    private var watched: [Int32: HookProcess] = [:]
-    /// Every supervised process's next deadline (``PollerTimer/now()``'s clock), served by one timer.
-    private var deadlines: [ObjectIdentifier: (nanoseconds: UInt64, process: HookProcess)] = [:]
-    /// When `timer` fires next; `nil` when it is disarmed. A deadline cleared early leaves it armed (it then finds
-    /// nothing due and re-arms for the next), unless none is left.
-    private var armed: UInt64?
-
-    /// A watcher whose handlers run on `queue`; `nil` when the kernel refuses an epoll descriptor, a timerfd or
-    /// the poller's thread.
-    init?(queue: DispatchQueue) {
-        let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        guard epoll >= 0 else { return nil }
-        self.queue = queue
-        self.epoll = epoll
-        // Weak: the poller and the timer outlive nothing of the watcher's; a deinit unregisters both.
-        token = Poller.shared?.register(epoll, queue: queue) { [weak self] in self?.dispatchEvents() }
-        timer = PollerTimer(queue: queue) { [weak self] in self?.deadlinesDue() }
-        guard token != nil, timer != nil else { return nil }
-    }
-
-    deinit {
-        if let token { Poller.shared?.unregister(token) }
-        close(epoll)
-        events.deallocate()
-    }
-
-    /// `process`'s next deadline is `nanoseconds` (``PollerTimer/now()``); it replaces the one it had. On queue.
-    func setDeadline(of process: HookProcess, at nanoseconds: UInt64) {
-        deadlines[ObjectIdentifier(process)] = (nanoseconds, process)
-        if armed.map({ nanoseconds < $0 }) ?? true {
-            timer?.schedule(atUptimeNanoseconds: nanoseconds)
-            armed = nanoseconds
-        }
-    }
-
-    /// `process` has no deadline any more (it exited). On queue.
-    func clearDeadline(of process: HookProcess) {
-        guard deadlines.removeValue(forKey: ObjectIdentifier(process)) != nil, deadlines.isEmpty else { return }
-        // None left: disarmed, so an idle netdevd is not woken by a timeout of a hook that finished long ago.
-        timer?.disarm()
-        armed = nil
-    }
-
-    private func deadlinesDue() {
-        armed = nil
-        let now = PollerTimer.now()
-        for (key, entry) in deadlines where entry.nanoseconds <= now {
-            deadlines[key] = nil
-            let handler = entry.process.deadlinePassed
-            entry.process.deadlinePassed = nil
-            handler?()
-        }
-        if let next = deadlines.values.map(\.nanoseconds).min(), armed.map({ next < $0 }) ?? true {
-            timer?.schedule(atUptimeNanoseconds: next)
-            armed = next
-        }
-    }
-
-    /// Watches `process`'s pipe and pidfd; returns those it could (epoll_ctl fails on ENOMEM or ENOSPC, and the
-    /// process then checks its exit on a timer). On queue.
-    func watch(_ process: HookProcess) -> [Int32] {
-        var added: [Int32] = []
-        for descriptor in [process.outputDescriptor, process.exitDescriptor] where descriptor >= 0 {
-            var event = epoll_event()
-            event.events = EPOLLIN.rawValue
-            event.data.fd = descriptor
-            if epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 {
-                watched[descriptor] = process
-                added.append(descriptor)
-            }
-        }
-        return added
-    }
-
-    /// Stops watching `descriptor` (before it is closed). On queue.
-    func forget(_ descriptor: Int32) {
-        guard watched.removeValue(forKey: descriptor) != nil else { return }
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
-    }
-
-    /// One pass over what is ready, then back to the queue: the poller reports the epoll set again while
-    /// anything in it is still ready, behind the loop's other work. (Looping here until nothing was ready let a
-    /// hook that never stops writing hold the queue, which the loop shares, and its own timeout, forever.)
-    private func dispatchEvents() {
-        var count: Int32
-        repeat {
-            count = epoll_wait(epoll, events, 64, 0)
-        } while count < 0 && errno == EINTR
-        guard count > 0 else { return }
-        for index in 0..<Int(count) {
-            let descriptor = events[index].data.fd
-            guard let process = watched[descriptor] else { continue }
-            if descriptor == process.exitDescriptor {
-                process.reap()
-            } else {
-                process.outputReadable()
-            }
-        }
+        done(
+            HookOutcome(name: name, status: exitStatus, durationMilliseconds: milliseconds, outputTail: tail.text),
+            leftProcesses)
     }
 }
 
@@ -328,47 +261,5 @@ struct SpawnFailure: Error {
 
     var reason: String {
         (call.map { "\($0): " } ?? "") + String(cString: strerror(errno))
-    }
-}
-
-/// The last `limit` bytes read from a pipe; everything before is read and dropped, so a hook that prints
-/// gigabytes costs no memory.
-struct OutputTail {
-    let limit: Int
-    private var bytes: [UInt8] = []
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// Reads what the non-blocking `fd` has now, at most 256 KiB (a hook that never stops writing must not keep
-    /// the hooks' queue from its timers and other hooks: the rest waits for the next readiness); returns `false`
-    /// at end of file or on an error.
-    mutating func readAvailable(from fd: Int32) -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        for _ in 0..<16 {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count > 0 {
-                bytes += chunk[0..<count]
-                if bytes.count > limit {
-                    bytes.removeFirst(bytes.count - limit)
-                }
-                continue
-            }
-            if count < 0 && errno == EINTR { continue }
-            return count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)
-        }
-        return true
-    }
-
-    var text: String {
-        var view = bytes[...]
-        while let last = view.last, last == 0x0A || last == 0x0D || last == 0x20 || last == 0x09 {
-            view = view.dropLast()
-        }
-        while let first = view.first, first == 0x0A || first == 0x0D || first == 0x20 || first == 0x09 {
-            view = view.dropFirst()
-        }
-        return String(decoding: view, as: UTF8.self)
     }
 }

@@ -23,7 +23,9 @@ public struct HookFile: Sendable, Equatable {
 ///
 /// Each hook's standard output and error go into a pipe of which only the last ``outputTailBytes`` are kept (a
 /// hook that prints gigabytes costs no memory) and are written to the journal under the hook's name. A hook that
-/// runs past its timeout gets SIGTERM, then SIGKILL after ``killGrace``; its process group goes with it. Only
+/// runs past its timeout gets SIGTERM, then SIGKILL after ``killGrace``; its process group goes with it. What a
+/// hook leaves running in its process group when it exits is stopped the same way, and ``killAll()`` kills
+/// every hook's group as netdevd exits. Only
 /// files owned by root and not writable by group or others run; the others are refused with the reason.
 public final class HookRunner: Sendable {
     /// Finds the hooks before every run.
@@ -91,6 +93,34 @@ public final class HookRunner: Sendable {
         queue.async { [self] in
             let cancelled = executions.withLock { running in runIDs.compactMap { running[$0] } }
             for execution in cancelled { execution.cancel() }
+        }
+    }
+
+    /// SIGKILL to every hook process group still running, or left behind by a hook within its grace: netdevd is
+    /// exiting, and nothing of a hook outlives it. Waits for the runner's queue.
+    public func killAll() {
+        queue.sync { watcher?.killAll() }
+    }
+
+    /// Says that a hook left processes running in its process group when it exited, and that they are stopped.
+    fileprivate func logLeftovers(of outcome: HookOutcome, in run: HookRun) {
+        var entry = JournalEntry(
+            message:
+                "Hook \(outcome.name) (\(run.event.rawValue) \(run.subjectName)) exited and left processes running in "
+                + "its process group; they were sent SIGTERM, then SIGKILL after \(killGraceDescription). Start what "
+                + "must outlive a hook with systemd-run.",
+            priority: .warning)
+        entry.append(.normalizing("NETDEVD_HOOK"), outcome.name)
+        entry.append(.normalizing("NETDEVD_HOOK_RUN"), String(run.id))
+        entry.append(.normalizing("NETDEVD_HOOK_EVENT"), run.event.rawValue)
+        log(entry)
+    }
+
+    private var killGraceDescription: String {
+        switch killGrace {
+        case .seconds(let value): "\(value) s"
+        case .milliseconds(let value): value % 1000 == 0 ? "\(value / 1000) s" : "\(value) ms"
+        default: "the grace"
         }
     }
 
@@ -175,9 +205,10 @@ private final class RunExecution: @unchecked Sendable {
             case .success(let process):
                 current = process
                 process.supervise(by: watcher, timeoutMilliseconds: timeoutMilliseconds, killGrace: runner.killGrace) {
-                    [self] outcome in
+                    [self] outcome, leftProcesses in
                     current = nil
                     runner.logOutput(of: outcome, in: run)
+                    if leftProcesses { runner.logLeftovers(of: outcome, in: run) }
                     outcomes.append(outcome)
                     advance()
                 }

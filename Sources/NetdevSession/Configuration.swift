@@ -18,7 +18,7 @@ public struct Configuration: Codable, Sendable, Equatable {
     public var debounceMilliseconds: Int
     /// How many subjects may run hooks at the same time.
     public var hookParallelism: Int
-    /// How long a stop waits for running hooks before cancelling them, in milliseconds.
+    /// How long a stop waits for running hooks to end after their SIGTERM before SIGKILL, in milliseconds.
     public var stopTimeoutMilliseconds: Int
 
     /// The defaults of DESIGN.md: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link

@@ -172,6 +172,13 @@ extension Transition {
                 7, .hookRunFinished,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
                 fields)
+        } else if model.phase == .stopping {
+            // Stopped by the stop (SIGTERM to each running run): expected, so a notice, with how each ended.
+            let ends = result.hooks.map { "\($0.name): \(describe($0.status))" }
+            log(
+                5, .hookRunFailed,
+                "Hooks for \(run.event.rawValue) \(run.subjectName) stopped with netdevd: \(ends.joined(separator: "; "))",
+                fields)
         } else {
             model.counters.hookRunsFailed += 1
             let failures = result.hooks.filter { $0.status != .exited(0) }.map { "\($0.name): \(describe($0.status))" }

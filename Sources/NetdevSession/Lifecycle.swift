@@ -89,10 +89,11 @@ extension Transition {
             guard model.phase == .stopping else { return }
             let running = model.hooks.running.values.map(\.id).sorted()
             if !running.isEmpty {
+                // Cancelled once already: a second cancel is SIGKILL.
                 effects.append(.cancelHooks(running))
                 log(
                     4, .hookRunsCancelled,
-                    "Stop timeout passed; cancelled \(running.count) running hook run(s)"
+                    "Stop timeout passed; killed \(running.count) hook run(s) still running (SIGKILL)"
                 )
             }
             finishStop()
@@ -189,11 +190,11 @@ extension Transition {
         case .stopped:
             return
         case .stopping:
-            // A second signal: stop waiting for hooks.
+            // A second signal: stop waiting for hooks; a second cancel is SIGKILL.
             let running = model.hooks.running.values.map(\.id).sorted()
             if !running.isEmpty {
                 effects.append(.cancelHooks(running))
-                log(4, .hookRunsCancelled, "\(signal) again; cancelled \(running.count) running hook run(s)")
+                log(4, .hookRunsCancelled, "\(signal) again; killed \(running.count) running hook run(s) (SIGKILL)")
             }
             finishStop()
             return
@@ -208,16 +209,20 @@ extension Transition {
         model.debouncing = [:]
         model.buffered = []
         effects.append(.notify([.stopping, .status("Stopping…")]))
+        let running = model.hooks.running.values.map(\.id).sorted()
         log(
             5, .stopping,
             "\(signal) received; stopping"
                 + (dropped > 0 ? ", \(dropped) queued hook run(s) dropped" : "")
-                + (model.hooks.running.isEmpty ? "" : ", waiting for \(model.hooks.running.count) running hook run(s)"),
+                + (running.isEmpty ? "" : ", \(running.count) running hook run(s) sent SIGTERM"),
             [LogField(LogField.Name.phase, Phase.stopping.rawValue)]
         )
-        if model.hooks.running.isEmpty {
+        if running.isEmpty {
             finishStop()
         } else {
+            // SIGTERM to each run's process group now, SIGKILL after the grace; their ends are awaited (and
+            // logged) until the stop timeout.
+            effects.append(.cancelHooks(running))
             effects.append(.startTimer(.stopDeadline, milliseconds: model.configuration.stopTimeoutMilliseconds))
         }
     }

@@ -108,7 +108,8 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
                 + "subject was added and removed again before its added run."
         case .hookRunFinished: "The hooks for an event ran and exited successfully."
         case .hookRunFailed: "A hook exited with an error, was killed, or timed out."
-        case .hookRunsCancelled: "Running hooks were cancelled because the stop timeout passed."
+        case .hookRunsCancelled:
+            "Hooks still running at the stop were killed (SIGKILL): the stop timeout passed, or a second signal came."
         case .configurationWarning: "The configuration has a problem that did not stop it from loading."
         }
     }
@@ -140,7 +141,7 @@ extension MessageKind {
         case .hookRunDropped: "Queued hook runs were dropped"
         case .hookRunFinished: "Hooks ran"
         case .hookRunFailed: "A hook failed"
-        case .hookRunsCancelled: "Running hooks were cancelled"
+        case .hookRunsCancelled: "Running hooks were killed at the stop"
         case .configurationWarning: "netdevd's configuration has a problem"
         }
     }

@@ -396,3 +396,87 @@ extension DaemonWithoutServicesTests {
         #expect(output.contains("unp0: added"), "\(output)")
     }
 }
+
+/// A hook (for link-added of `link` only) that starts a child ignoring SIGTERM, which writes its pid to
+/// `pidFile`; once it is there, the hook waits for the child (`wait`) or exits.
+private func hookWithStubbornChild(link: String, pidFile: String, waits: Bool) -> String {
+    """
+    #!/bin/sh
+    [ "$1 $2" = "link-added \(link)" ] || exit 0
+    sh -c 'trap "" TERM; echo $$ > \(pidFile).new; mv \(pidFile).new \(pidFile); exec sleep 300' &
+    while [ ! -s \(pidFile) ]; do sleep 0.02; done
+    \(waits ? "wait" : "exit 0")
+
+    """
+}
+
+/// The pid written to `path`, once it is there.
+private func pid(in path: String) throws -> pid_t {
+    var value: pid_t?
+    _ = waitUntil(timeout: 10) {
+        value = (try? String(contentsOfFile: path, encoding: .utf8)).flatMap {
+            pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        return value != nil
+    }
+    return try #require(value, "the hook's child never wrote \(path)")
+}
+
+/// `true` once `pid` has exited (gone, or a zombie waiting for its new parent), within `timeout` seconds.
+private func exited(_ pid: pid_t, within timeout: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    repeat {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        if let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "Z" { return true }
+        usleep(20_000)
+    } while Date() < deadline
+    return false
+}
+
+extension DaemonBadDayTests {
+    @Test("at the stop, a running hook and its child that ignores SIGTERM are gone once netdevd has exited")
+    func stopEndsHookGroups() throws {
+        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
+        let daemon = try RunningDaemon(
+            hook: hookWithStubbornChild(link: "sgr0", pidFile: pidFile, waits: true),
+            extraArguments: ["--hook-kill-grace", "500"])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "sgr0", "type", "veth", "peer", "name", "sgr1")
+        defer { _ = try? ip("link", "del", "sgr0") }
+        let child = try pid(in: pidFile)
+        defer { kill(child, SIGKILL) }
+        let stopping = Date()
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+        // SIGTERM at the stop ended the hook; its child ignored it and got SIGKILL: well within the 10 s stop
+        // timeout and before netdevd exited.
+        #expect(Date().timeIntervalSince(stopping) < 5)
+        #expect(exited(child, within: 1), "the hook's child \(child) outlived netdevd")
+        let ends = try journal(of: daemon, "MESSAGE_ID", MessageKind.hookRunFailed.id) { !$0.isEmpty }
+        let end = try #require(ends.first)
+        #expect((end["MESSAGE"] as? String)?.contains("stopped with netdevd: 50-record: killed by signal 15") == true)
+        #expect(end["PRIORITY"] as? String == "5")
+    }
+
+    @Test("a hook that exits leaving a process behind: the process is stopped after the grace, and the journal says so")
+    func leftoversStopped() throws {
+        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
+        let daemon = try RunningDaemon(
+            hook: hookWithStubbornChild(link: "lft0", pidFile: pidFile, waits: false),
+            extraArguments: ["--hook-kill-grace", "500"])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "lft0", "type", "veth", "peer", "name", "lft1")
+        defer { _ = try? ip("link", "del", "lft0") }
+        let child = try pid(in: pidFile)
+        defer { kill(child, SIGKILL) }
+        #expect(exited(child, within: 5), "the process the hook left behind still runs")
+        let warnings = try journal(of: daemon, "NETDEVD_HOOK", "50-record") { !$0.isEmpty }
+        let warning = try #require(warnings.first)
+        #expect((warning["MESSAGE"] as? String)?.contains("left processes running in its process group") == true)
+        #expect(warning["PRIORITY"] as? String == "4")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+}

@@ -161,4 +161,30 @@ struct HookSupervisionTests {
         #expect(outcome.status == .timedOut)
         #expect(outcome.outputTail.hasSuffix("y"))
     }
+
+    @Test("a hook gets standard input, output and error, and no descriptor netdevd inherited or opened")
+    func onlyStandardDescriptors() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-fds-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = directory + "/50-fds"
+        #expect(FileManager.default.createFile(atPath: hook, contents: Data("#!/bin/sh\nexec ls /proc/self/fd\n".utf8)))
+        #expect(chmod(hook, 0o755) == 0)
+        // A descriptor without close-on-exec, as one inherited from whoever started netdevd would be.
+        let inherited = open("/dev/null", O_RDONLY)
+        #expect(inherited > 2)
+        defer { close(inherited) }
+        let runner = HookRunner(directories: [directory], log: { _ in })
+        let result = Locked<HookRunResult?>(nil)
+        let run = HookRun(
+            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "fds0", environment: [], link: nil,
+            device: nil, timeoutMilliseconds: 5_000)
+        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        #expect(outcome.status == .exited(0))
+        // ls's own: 0, 1, 2 and the directory it reads (3).
+        #expect(outcome.outputTail.split(separator: "\n") == ["0", "1", "2", "3"], "\(outcome.outputTail)")
+    }
 }

@@ -86,7 +86,7 @@ struct ReloadAndStopTests {
         #expect(late.model?.phase == .stopped)
     }
 
-    @Test("SIGTERM while hooks run: queued runs dropped, running ones get the stop timeout, then exit 0")
+    @Test("SIGTERM while hooks run: queued runs dropped, running ones stopped (SIGTERM) and awaited, then exit 0")
     func stopWhileHooksRun() {
         var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
         model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!
@@ -98,14 +98,22 @@ struct ReloadAndStopTests {
         #expect(model.hooks.waiting.isEmpty)
         #expect(stop.effects.contains(.startTimer(.stopDeadline, milliseconds: 10_000)))
         #expect(Fixture.logs(stop.effects).first?.message.contains("1 queued hook run(s) dropped") == true)
+        #expect(Fixture.logs(stop.effects).first?.message.contains("1 running hook run(s) sent SIGTERM") == true)
         let runID = model.hooks.running.values.first!.id
-        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: runID, hooks: [])))
+        #expect(stop.effects.contains(.cancelHooks([runID])))
+        let killed = HookOutcome(name: "50-slow", status: .killed(signal: 15), durationMilliseconds: 20)
+        let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: runID, hooks: [killed])))
+        // Its end is logged as expected (a notice), not as a failure.
+        let end = Fixture.logs(finished.effects).first { $0.kind == .hookRunFailed }
+        #expect(end?.priority == 5)
+        #expect(end?.message.contains("stopped with netdevd: 50-slow: killed by signal 15") == true)
+        #expect(finished.model?.counters.hookRunsFailed == model.counters.hookRunsFailed)
         #expect(finished.model?.phase == .stopped)
         #expect(finished.effects.contains(.cancelTimer(.stopDeadline)))
         #expect(finished.effects.last == .exit(status: 0))
     }
 
-    @Test("a hook still running at the stop deadline is cancelled, and netdevd exits 0")
+    @Test("a hook still running at the stop deadline is cancelled again (SIGKILL), and netdevd exits 0")
     func stopDeadline() {
         var model = Fixture.running([Link(state: Fixture.state(2, "eth0", carrier: false))])
         model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!

@@ -5,10 +5,14 @@
 //   and the deadlines (see Poller.swift);
 // - mallopt(3) and malloc_trim(3), with which netdevd keeps one malloc arena and returns a burst's memory;
 // - pipe2(2), which glibc declares only under _GNU_SOURCE: a pipe that is close-on-exec from creation, so a
-//   process spawned by another thread at that moment cannot inherit it.
+//   process spawned by another thread at that moment cannot inherit it;
+// - posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34), also _GNU_SOURCE only: a hook gets its standard
+//   descriptors and nothing netdevd inherited without close-on-exec.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/timerfd.h>
+#include <spawn.h>
 
 extern int pipe2(int pipefd[2], int flags);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
