@@ -205,8 +205,11 @@ public final class ControlService: Sendable {
     private static let emptyObject = Array("{}".utf8)
 
     /// Every device, by sysfs path.
+    /// In a stable order an operator reads: by subsystem, then kernel name (then path, for equal names).
     private static func devices(_ model: Model) -> [DeviceReport] {
-        model.devices.values.sorted { $0.syspath < $1.syspath }.map(DeviceReport.init)
+        model.devices.values.sorted {
+            ($0.subsystem, $0.sysname, $0.syspath) < ($1.subsystem, $1.sysname, $1.syspath)
+        }.map(DeviceReport.init)
     }
 
     static let description = """

@@ -23,7 +23,7 @@ import Glibc
 /// `@unchecked Sendable`: every property is read and written only on `queue`, where all methods run.
 final class HookProcess: @unchecked Sendable {
     private let name: String
-    private let pid: pid_t
+    let pid: pid_t
     private let started: UInt64
     private let queue: DispatchQueue
     private var tail: OutputTail
@@ -39,6 +39,8 @@ final class HookProcess: @unchecked Sendable {
     private var signalled = false
     private var timedOut = false
     private var done: ((HookOutcome, _ leftProcesses: Bool) -> Void)?
+    /// Its main process has not been reaped yet.
+    var isRunning: Bool { done != nil }
     private var killGrace: DispatchTimeInterval = .seconds(5)
 
     private init(name: String, pid: pid_t, outputDescriptor: Int32, tailBytes: Int, queue: DispatchQueue) {
@@ -161,7 +163,15 @@ final class HookProcess: @unchecked Sendable {
     /// SIGKILL to the hook's process group, whether its main process runs or only what it left behind does
     /// (netdevd is about to exit; nothing of a hook may outlive it).
     func killGroup() {
-        Glibc.kill(-pid, SIGKILL)
+        if done != nil || leftoversMayRun() { Glibc.kill(-pid, SIGKILL) }
+    }
+
+    /// The process group may still hold what the hook left behind: it has members, and its id is not the pid of
+    /// a hook netdevd started since. (The id stays reserved while any member runs; if they all ended, it could be
+    /// taken again, most likely by a new hook of ours, since each leads its group. Another process would need the
+    /// pids to wrap around within the grace.)
+    private func leftoversMayRun() -> Bool {
+        Glibc.kill(-pid, 0) == 0 && !(watcher?.isSupervisedLeader(pid, other: self) ?? false)
     }
 
     /// The hook's main process has exited: what it left running in its process group ends with it (SIGTERM now,
@@ -175,7 +185,7 @@ final class HookProcess: @unchecked Sendable {
         } else {
             Glibc.kill(-pid, SIGTERM)
             after(killGrace) { [self] in
-                Glibc.kill(-pid, SIGKILL)
+                if leftoversMayRun() { Glibc.kill(-pid, SIGKILL) }
                 watcher?.untrack(self)
             }
         }

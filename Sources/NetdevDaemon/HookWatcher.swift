@@ -69,6 +69,11 @@ final class HookWatcher: @unchecked Sendable {
         supervised[ObjectIdentifier(process)] = nil
     }
 
+    /// `true` when a supervised hook other than `other` whose main process still runs has pid `pid`.
+    func isSupervisedLeader(_ pid: pid_t, other: HookProcess) -> Bool {
+        supervised.values.contains { $0 !== other && $0.pid == pid && $0.isRunning }
+    }
+
     /// SIGKILL to the process group of every hook still running and of every one whose leftovers are still
     /// within their grace. On queue, as netdevd exits: nothing of a hook outlives netdevd.
     func killAll() {

@@ -7,9 +7,9 @@ extension Transition {
         guard let (event, replaced) = coalesce(subject: subject, event: event, name: link.name) else { return }
         // Changes merged into a waiting change start from the state the hooks were last told about.
         var previous = previousState?.rawValue
-        if event == .linkState, let replaced, replaced.event == .linkState {
+        if event != .linkAdded, let replaced, replaced.event == .linkState {
             previous = replaced.environment.first { $0.name == LogField.Name.previousOperState }?.value ?? previous
-            if previous == link.operationalState.rawValue {
+            if event == .linkState && previous == link.operationalState.rawValue {
                 cancel(replaced, reason: "\(link.name) is back in the state its hooks last saw")
                 return
             }
@@ -76,13 +76,17 @@ extension Transition {
         case (.added, .changed):
             return (pending.event, pending)
         case (.added, .removed):
-            cancel(pending, reason: "\(name) was removed before its \(pending.event.rawValue) hooks ran")
-            // The removal is dropped with it: its hooks never heard of the subject.
-            countDrop(of: event, name: name)
+            // The removal goes with it (never queued, so not counted): its hooks never heard of the subject.
+            cancel(
+                pending,
+                reason: "\(name) was removed before its \(pending.event.rawValue) hooks ran; no \(event.rawValue) run")
             return nil
-        case (.removed, .added), (.removed, .changed):
+        case (.removed, .added):
             // A new subject under a reused name or index: its run waits behind the old one's removal.
             return (event, nil)
+        case (.removed, .changed):
+            // A change of nothing the hooks know of: the subject's removal waits, and no new one was added.
+            return nil
         case (.changed, _), (.added, .added), (.removed, .removed):
             return (event, pending)
         }
@@ -164,20 +168,20 @@ extension Transition {
         let fields = [
             LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id)),
         ]
-        if result.succeeded {
+        if model.phase == .stopping {
+            // Stopped by the stop (SIGTERM to each running run), or ended on its own meanwhile: a notice each.
+            let ends = result.hooks.map { "\($0.name): \(describe($0.status))" }
+            log(
+                5, result.succeeded ? .hookRunFinished : .hookRunFailed,
+                "Hooks for \(run.event.rawValue) \(run.subjectName) stopped with netdevd: \(ends.joined(separator: "; "))",
+                fields)
+        } else if result.succeeded {
             // Debug: hooks that did their job are not news (a burst runs thousands); failures are warnings, and
             // the counters in `netdevctl status` count every run.
             let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
             log(
                 7, .hookRunFinished,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
-                fields)
-        } else if model.phase == .stopping {
-            // Stopped by the stop (SIGTERM to each running run): expected, so a notice, with how each ended.
-            let ends = result.hooks.map { "\($0.name): \(describe($0.status))" }
-            log(
-                5, .hookRunFailed,
-                "Hooks for \(run.event.rawValue) \(run.subjectName) stopped with netdevd: \(ends.joined(separator: "; "))",
                 fields)
         } else {
             model.counters.hookRunsFailed += 1
@@ -210,8 +214,8 @@ extension Transition {
         model.hooks.droppedSinceSummary = 0
         log(
             6, .hookRunDropped,
-            "Dropped \(dropped) queued hook run(s) that newer state of the same subject replaced before they ran "
-                + "(\(model.counters.staleHookRunsDropped) since start)",
+            "Dropped \(dropped) queued hook run(s) before they ran: newer runs of the same subject replaced them, or "
+                + "their subject was removed again (\(model.counters.staleHookRunsDropped) since start)",
             [
                 LogField(LogField.Name.hookRunsDropped, String(dropped)),
                 LogField(LogField.Name.staleHookRunsDropped, String(model.counters.staleHookRunsDropped)),

@@ -43,7 +43,8 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     /// - changes, then `removed`: one `removed` run;
     /// - changes, then changes: one change with the newest state, from the state the hooks were last told
     ///   about (`NETDEVD_PREV_*`); none when that is the state it is in again (`online-state` alike).
-    /// An `added` or a change after a waiting `removed` (a device path used again) waits behind the removal.
+    /// An `added` after a waiting `removed` (a device path used again) waits behind the removal; a change with
+    /// no `added` before it is dropped there.
     public enum Lifecycle: Sendable {
         /// The subject appeared.
         case added
@@ -259,6 +260,8 @@ public struct HookQueue: Codable, Sendable, Equatable {
 
     /// Queues `run` as its subject's newest.
     mutating func append(_ run: HookRun) {
+        // Only an added run follows a removal, and one arriving while another follows replaces it (coalesce).
+        assert(following[run.subject] == nil || waiting[run.subject] == nil, "a following run overwritten")
         if waiting[run.subject] == nil {
             waiting[run.subject] = run
             queued[run.id] = run.subject

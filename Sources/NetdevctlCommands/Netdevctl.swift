@@ -132,11 +132,44 @@ struct CommonOptions: ParsableArguments {
             json == .pretty
             ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         do {
-            print(String(decoding: try encoder.encode(value), as: UTF8.self))
+            let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+            print(json == .pretty ? Self.closingEmptyContainers(text) : text)
         } catch {
             writeToStandardError("netdevctl: cannot print the reply as JSON: \(error)\n")
         }
         return true
+    }
+
+    /// `text` (pretty-printed JSON) with every empty array or object as `[]` or `{}`: the encoder prints them
+    /// over lines of their own ("[\n\n]"). Brackets inside strings are left as they are.
+    static func closingEmptyContainers(_ text: String) -> String {
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count)
+        var inString = false
+        var escaped = false
+        for byte in text.utf8 {
+            if inString {
+                output.append(byte)
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            if byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}") {
+                let opening = byte == UInt8(ascii: "]") ? UInt8(ascii: "[") : UInt8(ascii: "{")
+                // Back over the whitespace since the last token: if that token opened this container, it is empty.
+                var index = output.count
+                while index > 0, [0x20, 0x0A, 0x0D, 0x09].contains(output[index - 1]) { index -= 1 }
+                if index > 0, output[index - 1] == opening { output.removeSubrange(index...) }
+            }
+            if byte == UInt8(ascii: "\"") { inString = true }
+            output.append(byte)
+        }
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off or there is no value.

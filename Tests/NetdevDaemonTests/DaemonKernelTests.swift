@@ -480,3 +480,23 @@ extension DaemonBadDayTests {
         #expect(daemon.exitStatus(timeout: 20) == 0)
     }
 }
+
+extension DaemonBadDayTests {
+    @Test("what a hook left behind, still within its grace when netdevd stops, does not outlive netdevd")
+    func leftoversKilledAtExit() throws {
+        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
+        defer { try? FileManager.default.removeItem(atPath: pidFile) }
+        let daemon = try RunningDaemon(
+            hook: hookWithStubbornChild(link: "lfx0", pidFile: pidFile, waits: false),
+            extraArguments: ["--hook-kill-grace", "20000"])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "lfx0", "type", "veth", "peer", "name", "lfx1")
+        defer { _ = try? ip("link", "del", "lfx0") }
+        let child = try pid(in: pidFile)
+        defer { kill(child, SIGKILL) }
+        usleep(200_000)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+        #expect(exited(child, within: 1), "the process the hook left behind outlived netdevd")
+    }
+}

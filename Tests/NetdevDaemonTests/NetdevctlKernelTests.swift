@@ -93,6 +93,17 @@ struct NetdevctlKernelTests {
                 + "\n")
         let devices = try netdevctl(["devices", "--subsystem", "net", "--no-legend"] + socket)
         #expect(devices.output == "net ctl0 - -\nnet ctl1 - -\nnet lo   - -\n")
+        // Every subsystem: by subsystem, then name.
+        let all = try netdevctl(["devices", "--no-legend"] + socket).output.split(separator: "\n").map {
+            $0.split(separator: " ", omittingEmptySubsequences: true).prefix(2).map(String.init)
+        }
+        #expect(all == all.sorted { ($0.first ?? "", $0.last ?? "") < ($1.first ?? "", $1.last ?? "") })
+        let none = try netdevctl(["--json=pretty", "devices", "--subsystem", "nosuch"] + socket)
+        #expect(none.output == "[]\n")
+        let pretty = try netdevctl(["--json=pretty", "link", "ctl1"] + socket)
+        #expect(
+            pretty.output.contains(#""addresses" : [],"#) && pretty.output.contains(#""gateways" : []"#),
+            "\(pretty.output)")
         let device = try netdevctl(["device", "ctl1"] + socket)
         #expect(device.output == "ctl1\n     Path: /sys/devices/virtual/net/ctl1\nSubsystem: net\n")
         let missing = try netdevctl(["link", "nosuch0"] + socket)
