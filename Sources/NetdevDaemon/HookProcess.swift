@@ -176,12 +176,15 @@ final class HookProcess: @unchecked Sendable {
 
     /// The hook's main process has exited: what it left running in its process group ends with it (SIGTERM now,
     /// SIGKILL after the grace; SIGKILL at once if the group was signalled already, at a timeout or at the stop).
-    /// Returns `true` when something was left. The group's id stays taken while any of it runs, so the signals
-    /// cannot reach another process.
+    /// Returns `true` when a hook that exited on its own left something. The group's id stays taken while any of
+    /// it runs, so the signals cannot reach another process.
     private func endLeftovers(killGrace: DispatchTimeInterval) -> Bool {
         guard Glibc.kill(-pid, 0) == 0 else { return false }
         if signalled {
+            // The group had its SIGTERM with the hook: what is still there may be dying of it (a pipeline's
+            // processes), so SIGKILL without a word.
             Glibc.kill(-pid, SIGKILL)
+            return false
         } else {
             Glibc.kill(-pid, SIGTERM)
             after(killGrace) { [self] in
