@@ -433,19 +433,36 @@ private func exited(_ pid: pid_t, within timeout: Double) -> Bool {
     return false
 }
 
+/// netdevd with ``hookWithStubbornChild(link:pidFile:waits:)`` as its hook, after `link` was added and the
+/// hook's child wrote its pid; removes the link, the child and the pid file when it goes.
+private final class StubbornChildScenario {
+    let daemon: RunningDaemon
+    let child: pid_t
+    private let link: String
+    private let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
+
+    init(link: String, waits: Bool, killGraceMilliseconds: Int) throws {
+        self.link = link
+        daemon = try RunningDaemon(
+            hook: hookWithStubbornChild(link: link, pidFile: pidFile, waits: waits),
+            extraArguments: ["--hook-kill-grace", String(killGraceMilliseconds)])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", link, "type", "veth", "peer", "name", link.dropLast() + "1")
+        child = try pid(in: pidFile)
+    }
+
+    deinit {
+        kill(child, SIGKILL)
+        _ = try? ip("link", "del", link)
+        try? FileManager.default.removeItem(atPath: pidFile)
+    }
+}
+
 extension DaemonBadDayTests {
     @Test("at the stop, a running hook and its child that ignores SIGTERM are gone once netdevd has exited")
     func stopEndsHookGroups() throws {
-        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
-        defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        let daemon = try RunningDaemon(
-            hook: hookWithStubbornChild(link: "sgr0", pidFile: pidFile, waits: true),
-            extraArguments: ["--hook-kill-grace", "500"])
-        #expect(daemon.notify.receive(until: "READY=1") != nil)
-        try ip("link", "add", "sgr0", "type", "veth", "peer", "name", "sgr1")
-        defer { _ = try? ip("link", "del", "sgr0") }
-        let child = try pid(in: pidFile)
-        defer { kill(child, SIGKILL) }
+        let scenario = try StubbornChildScenario(link: "sgr0", waits: true, killGraceMilliseconds: 500)
+        let (daemon, child) = (scenario.daemon, scenario.child)
         let stopping = Date()
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus(timeout: 20) == 0)
@@ -461,16 +478,8 @@ extension DaemonBadDayTests {
 
     @Test("a hook that exits leaving a process behind: the process is stopped after the grace, and the journal says so")
     func leftoversStopped() throws {
-        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
-        defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        let daemon = try RunningDaemon(
-            hook: hookWithStubbornChild(link: "lft0", pidFile: pidFile, waits: false),
-            extraArguments: ["--hook-kill-grace", "500"])
-        #expect(daemon.notify.receive(until: "READY=1") != nil)
-        try ip("link", "add", "lft0", "type", "veth", "peer", "name", "lft1")
-        defer { _ = try? ip("link", "del", "lft0") }
-        let child = try pid(in: pidFile)
-        defer { kill(child, SIGKILL) }
+        let scenario = try StubbornChildScenario(link: "lft0", waits: false, killGraceMilliseconds: 500)
+        let (daemon, child) = (scenario.daemon, scenario.child)
         #expect(exited(child, within: 5), "the process the hook left behind still runs")
         let warnings = try journal(of: daemon, "NETDEVD_HOOK", "50-record") { !$0.isEmpty }
         let warning = try #require(warnings.first)
@@ -484,16 +493,8 @@ extension DaemonBadDayTests {
 extension DaemonBadDayTests {
     @Test("what a hook left behind, still within its grace when netdevd stops, does not outlive netdevd")
     func leftoversKilledAtExit() throws {
-        let pidFile = NSTemporaryDirectory() + "netdevd-child-\(UInt32.random(in: 0...UInt32.max)).pid"
-        defer { try? FileManager.default.removeItem(atPath: pidFile) }
-        let daemon = try RunningDaemon(
-            hook: hookWithStubbornChild(link: "lfx0", pidFile: pidFile, waits: false),
-            extraArguments: ["--hook-kill-grace", "20000"])
-        #expect(daemon.notify.receive(until: "READY=1") != nil)
-        try ip("link", "add", "lfx0", "type", "veth", "peer", "name", "lfx1")
-        defer { _ = try? ip("link", "del", "lfx0") }
-        let child = try pid(in: pidFile)
-        defer { kill(child, SIGKILL) }
+        let scenario = try StubbornChildScenario(link: "lfx0", waits: false, killGraceMilliseconds: 20000)
+        let (daemon, child) = (scenario.daemon, scenario.child)
         usleep(200_000)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus(timeout: 20) == 0)

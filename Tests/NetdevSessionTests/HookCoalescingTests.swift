@@ -192,14 +192,18 @@ struct HookCoalescingTests {
         return started
     }
 
-    @Test("a new link whose state changes while hooks are busy runs link-added once, with the newest state")
-    func addedKeepsItsEvent() throws {
-        var model = Fixture.running(
+    /// One slot, taken by a run for eth0 (index 2), which came up: the model and the runs started.
+    static func busyEth0() throws -> (Model, [HookRun]) {
+        let model = Fixture.running(
             [Link(state: Fixture.state(2, "eth0", carrier: false))],
             configuration: Configuration(hookParallelism: 1))
         let first = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
-        let busy = Fixture.runs(first.effects)
-        model = try #require(first.model)
+        return (try #require(first.model), Fixture.runs(first.effects))
+    }
+
+    @Test("a new link whose state changes while hooks are busy runs link-added once, with the newest state")
+    func addedKeepsItsEvent() throws {
+        var (model, busy) = try Self.busyEth0()
         model = try #require(Session.update(model, .linkChanged(Fixture.state(3, "eth1", up: false))).model)
         model = try #require(Session.update(model, .linkChanged(Fixture.state(3, "eth1", carrier: false))).model)
         model = try #require(Session.update(model, .linkChanged(Fixture.state(3, "eth1"))).model)
@@ -250,12 +254,7 @@ struct HookCoalescingTests {
 
     @Test("a link that changes and is then removed while its hooks are busy runs link-removed once")
     func changesThenRemoved() throws {
-        var model = Fixture.running(
-            [Link(state: Fixture.state(2, "eth0", carrier: false))],
-            configuration: Configuration(hookParallelism: 1))
-        let first = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
-        let busy = Fixture.runs(first.effects)
-        model = try #require(first.model)
+        var (model, busy) = try Self.busyEth0()
         model = try #require(Session.update(model, .linkChanged(Fixture.state(2, "eth0", up: false))).model)
         model = try #require(Session.update(model, .linkRemoved(index: 2)).model)
         let runs = Self.drain(&model, running: busy).filter { $0.subject == .link(index: 2) }
