@@ -87,7 +87,20 @@ enum KernelValues {
         if device.action == "remove" {
             return .deviceRemoved(syspath: device.syspath)
         }
+        if device.action == "move", let from = movedFrom(device) {
+            return .deviceMoved(self.device(device), fromSyspath: from)
+        }
         return .deviceChanged(self.device(device), action: device.action ?? "change")
+    }
+
+    /// The sysfs path a moved device had: its `DEVPATH_OLD` under the mount point its own path has (the path
+    /// less its `DEVPATH`); `nil` when the event does not say.
+    static func movedFrom(_ device: UdevDevice) -> String? {
+        guard let old = device.properties["DEVPATH_OLD"], old.hasPrefix("/") else { return nil }
+        let path = device.properties["DEVPATH"] ?? ""
+        let root =
+            !path.isEmpty && device.syspath.hasSuffix(path) ? String(device.syspath.dropLast(path.count)) : "/sys"
+        return root + old
     }
 
     /// A snapshot from a netlink dump and a udev enumeration.

@@ -21,6 +21,8 @@ public enum Event: Codable, Sendable, Equatable {
     case deviceChanged(Device, action: String)
     /// udev: a device was removed.
     case deviceRemoved(syspath: String)
+    /// udev: a device was renamed or moved (`move`): it is now `device`, and `fromSyspath` is gone.
+    case deviceMoved(Device, fromSyspath: String)
     /// A monitor lost events (its receive buffer overflowed).
     case monitorOverflowed(source: MonitorSource)
     /// A signal arrived.

@@ -29,19 +29,47 @@ extension Transition {
             subject: subject, event: event, name: link.name, environment: environment, link: link, replacing: replaced)
     }
 
-    mutating func enqueueDeviceRun(_ device: Device, event: HookEvent) {
+    mutating func enqueueDeviceRun(_ device: Device, event: HookEvent, previousPath: String? = nil) {
         let subject = HookSubject.device(syspath: device.syspath)
         guard let (event, replaced) = coalesce(subject: subject, event: event, name: device.syspath) else { return }
+        var environment = [
+            LogField("NETDEVD_EVENT", event.rawValue),
+            LogField(LogField.Name.devpath, device.syspath),
+            LogField(LogField.Name.subsystem, device.subsystem),
+        ]
+        // The path the hooks last knew, when it differs: a move's, or the one a waiting move carried.
+        let carried = replaced?.environment.first { $0.name == LogField.Name.previousDevpath }?.value
+        if event != .deviceAdded, let previous = carried ?? previousPath {
+            environment.append(LogField(LogField.Name.previousDevpath, previous))
+        }
+        environment.append(LogField(LogField.Name.onlineState, model.onlineState.rawValue))
         queue(
-            subject: subject, event: event, name: device.syspath,
-            environment: [
-                LogField("NETDEVD_EVENT", event.rawValue),
-                LogField(LogField.Name.devpath, device.syspath),
-                LogField(LogField.Name.subsystem, device.subsystem),
-                LogField(LogField.Name.onlineState, model.onlineState.rawValue),
-            ],
-            device: device, replacing: replaced
-        )
+            subject: subject, event: event, name: device.syspath, environment: environment, device: device,
+            replacing: replaced)
+    }
+
+    /// A device moved from `oldPath`: what waits for the old path goes with it to the new one. A waiting
+    /// `added` stays an `added` (the hooks never heard of the old path), a waiting change or move merges into
+    /// the `device-moved` run, which names the path the hooks last knew.
+    mutating func enqueueDeviceMove(_ device: Device, from oldPath: String) {
+        var event = HookEvent.deviceMoved
+        var previousPath = oldPath
+        if let pending = model.hooks.newestWaiting(for: .device(syspath: oldPath)) {
+            switch pending.event.lifecycle {
+            case .added:
+                // Not dropped: it runs under the new path.
+                model.hooks.remove(pending)
+                event = pending.event
+            case .changed:
+                previousPath =
+                    pending.environment.first { $0.name == LogField.Name.previousDevpath }?.value ?? oldPath
+                cancel(pending, reason: "\(oldPath) moved to \(device.syspath); its device-moved run has the news")
+            case .removed:
+                // An older device's removal under the old path: it still runs; this one moved on.
+                break
+            }
+        }
+        enqueueDeviceRun(device, event: event, previousPath: previousPath)
     }
 
     mutating func enqueueOnlineRun(from old: OnlineState) {
@@ -84,9 +112,15 @@ extension Transition {
         case (.removed, .added):
             // A new subject under a reused name or index: its run waits behind the old one's removal.
             return (event, nil)
+        case (.removed, .changed) where event == .deviceMoved:
+            // A device moved to a path whose old device's removal waits: it follows that removal.
+            return (event, nil)
         case (.removed, .changed):
             // A change of nothing the hooks know of: the subject's removal waits, and no new one was added.
             return nil
+        case (.changed, .changed) where pending.event == .deviceMoved:
+            // The hooks still have to hear of the move: it stays a move, with the newest state.
+            return (pending.event, pending)
         case (.changed, _), (.added, .added), (.removed, .removed):
             return (event, pending)
         }

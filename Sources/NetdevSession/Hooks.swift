@@ -33,6 +33,8 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     case deviceChanged = "device-changed"
     /// A tracked device disappeared.
     case deviceRemoved = "device-removed"
+    /// A tracked device was renamed or moved (`NETDEVD_PREV_DEVPATH` is where it was).
+    case deviceMoved = "device-moved"
     /// The host's online state changed.
     case onlineState = "online-state"
 
@@ -45,6 +47,8 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     ///   about (`NETDEVD_PREV_*`); none when that is the state it is in again (`online-state` alike).
     /// An `added` after a waiting `removed` (a device path used again) waits behind the removal; a change with
     /// no `added` before it is dropped there.
+    /// A device that moves takes what waits for its old path along: a waiting `added` runs under the new path, a
+    /// waiting change merges into the `device-moved` run, which stays a move through later changes.
     public enum Lifecycle: Sendable {
         /// The subject appeared.
         case added
@@ -58,7 +62,7 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     public var lifecycle: Lifecycle {
         switch self {
         case .linkAdded, .deviceAdded: .added
-        case .linkState, .deviceChanged, .onlineState: .changed
+        case .linkState, .deviceChanged, .deviceMoved, .onlineState: .changed
         case .linkRemoved, .deviceRemoved: .removed
         }
     }

@@ -38,6 +38,10 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
     case deviceRemoved
     /// A device of a tracked subsystem changed.
     case deviceChanged
+    /// A device was renamed or moved to another sysfs path (udev's `move`).
+    case deviceMoved
+    /// A link was renamed.
+    case linkRenamed
     /// The host's online state (offline, partial, online) changed.
     case onlineStateChanged
     /// A queued hook run was dropped: a newer run of its subject replaced it, or an added and a removed cancelled.
@@ -72,6 +76,8 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .deviceAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a21"
         case .deviceRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a22"
         case .deviceChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a23"
+        case .deviceMoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a24"
+        case .linkRenamed: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a18"
         case .onlineStateChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a31"
         case .hookRunDropped: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a41"
         case .hookRunFinished: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a42"
@@ -102,6 +108,10 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .deviceAdded: "A device of a tracked subsystem appeared."
         case .deviceRemoved: "A device of a tracked subsystem disappeared."
         case .deviceChanged: "A device of a tracked subsystem changed."
+        case .deviceMoved:
+            "A device of a tracked subsystem was renamed or moved (udev's move event): its old sysfs path is gone "
+                + "and the device lives on under the new one."
+        case .linkRenamed: "A network link was renamed; its index stays the same."
         case .onlineStateChanged: "The host's online state (offline, partial, online) changed."
         case .hookRunDropped:
             "Queued hook runs were dropped before they ran: a newer run of the same subject replaced them, or a "
@@ -137,6 +147,8 @@ extension MessageKind {
         case .deviceAdded: "Device appeared"
         case .deviceRemoved: "Device disappeared"
         case .deviceChanged: "Device changed"
+        case .deviceMoved: "Device renamed or moved to @NETDEVD_DEVPATH@"
+        case .linkRenamed: "Network link renamed to @NETDEVD_IFNAME@"
         case .onlineStateChanged: "The host's online state changed"
         case .hookRunDropped: "Queued hook runs were dropped"
         case .hookRunFinished: "Hooks ran"
@@ -238,6 +250,10 @@ public struct LogField: Codable, Sendable, Equatable {
         public static let gateway = "NETDEVD_GATEWAY"
         /// A device's sysfs path.
         public static let devpath = "NETDEVD_DEVPATH"
+        /// A device's sysfs path before it was renamed or moved.
+        public static let previousDevpath = "NETDEVD_PREV_DEVPATH"
+        /// A link's name before it was renamed.
+        public static let previousIfname = "NETDEVD_PREV_IFNAME"
         /// A device's subsystem.
         public static let subsystem = "NETDEVD_SUBSYSTEM"
         /// A hook event (`link-state`, `device-added`, ...).

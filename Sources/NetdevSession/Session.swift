@@ -41,7 +41,7 @@ public enum Session {
         case .enumerationFailed(let generation, let reason):
             context.enumerationFailed(generation: generation, reason: reason)
         case .linkChanged, .linkRemoved, .addressAdded, .addressRemoved, .defaultRouteAdded, .defaultRouteRemoved,
-            .deviceChanged, .deviceRemoved:
+            .deviceChanged, .deviceRemoved, .deviceMoved:
             context.stateChanged(event)
         case .monitorOverflowed(let source):
             context.overflowed(source)

@@ -56,6 +56,15 @@ public enum StateFold {
             if model.devices[syspath] != nil {
                 model.devices[syspath] = nil
             }
+        case .deviceMoved(let device, let from):
+            if model.devices[from] != nil {
+                model.devices[from] = nil
+            }
+            if model.configuration.trackedSubsystems.contains(device.subsystem)
+                && model.devices[device.syspath] != device
+            {
+                model.devices[device.syspath] = device
+            }
         default:
             break
         }
@@ -67,10 +76,11 @@ public enum StateFold {
     }
 }
 
-/// The one link or device a state event is about.
+/// The one link or device a state event is about (a moved device: its old path and its new one).
 enum ChangeScope {
     case link(Int32)
     case device(String)
+    case moved(from: String, to: String)
 
     init?(_ event: Event) {
         switch event {
@@ -80,6 +90,7 @@ enum ChangeScope {
             self = .link(index)
         case .deviceChanged(let device, _): self = .device(device.syspath)
         case .deviceRemoved(let syspath): self = .device(syspath)
+        case .deviceMoved(let device, let from): self = .moved(from: from, to: device.syspath)
         default: return nil
         }
     }
@@ -100,6 +111,10 @@ struct PreviousState {
         case .device(let syspath):
             links = [:]
             devices = model.devices[syspath].map { [syspath: $0] } ?? [:]
+        case .moved(let from, let to):
+            links = [:]
+            devices = [:]
+            for path in [from, to] { devices[path] = model.devices[path] }
         }
         onlineState = model.onlineState
     }
@@ -132,6 +147,9 @@ extension Transition {
                 stateTouched = previous.links[index] != model.links[index]
             case .device(let syspath):
                 stateTouched = previous.devices[syspath] != model.devices[syspath]
+            case .moved(let from, let to):
+                stateTouched =
+                    previous.devices[from] != model.devices[from] || previous.devices[to] != model.devices[to]
             }
             if case .deviceChanged(let device, let action) = event, previous.devices[device.syspath] != nil,
                 model.devices[device.syspath] != nil
@@ -139,7 +157,12 @@ extension Transition {
                 stateTouched = true
                 announceDeviceChange(device, action: action, hooks: hooks)
             }
-            if stateTouched {
+            if case .deviceMoved(let device, let from) = event, let old = previous.devices[from],
+                previous.devices[device.syspath] == nil, model.devices[device.syspath] != nil
+            {
+                // One fact, one entry: renamed, not removed and added.
+                announceDeviceMove(from: old, to: device, hooks: hooks)
+            } else if stateTouched {
                 announceChanges(from: previous, hooks: hooks, in: scope)
             } else {
                 unchanged = true
@@ -159,6 +182,9 @@ extension Transition {
         case .device(let syspath):
             indexes = []
             paths = [syspath]
+        case .moved(let from, let to):
+            indexes = []
+            paths = [from, to]
         case nil:
             indexes = Set(previous.links.keys).union(model.links.keys).sorted()
             paths = Set(previous.devices.keys).union(model.devices.keys).sorted()
@@ -243,6 +269,11 @@ extension Transition {
                 priority, .routeRemoved, "\(link.name): default route via \(route.gateway ?? "the link") removed",
                 linkFields(link) + [LogField(LogField.Name.gateway, route.gateway ?? "")])
         }
+        if old.name != link.name {
+            log(
+                priority, .linkRenamed, "\(old.name): renamed to \(link.name)",
+                linkFields(link) + [LogField(LogField.Name.previousIfname, old.name)])
+        }
         let oldState = old.operationalState
         let newState = link.operationalState
         guard oldState != newState else { return }
@@ -265,6 +296,15 @@ extension Transition {
     private mutating func announceDeviceChange(_ device: Device, action: String, hooks: Bool) {
         log(6, .deviceChanged, "\(device.subsystem) device \(device.sysname): \(action)", deviceFields(device))
         if hooks { enqueueDeviceRun(device, event: .deviceChanged) }
+    }
+
+    private mutating func announceDeviceMove(from old: Device, to device: Device, hooks: Bool) {
+        let what =
+            old.sysname == device.sysname ? "moved to \(device.syspath)" : "renamed to \(device.sysname)"
+        log(
+            Self.devicePriority(device), .deviceMoved, "\(device.subsystem) device \(old.sysname) \(what)",
+            deviceFields(device) + [LogField(LogField.Name.previousDevpath, old.syspath)])
+        if hooks { enqueueDeviceMove(device, from: old.syspath) }
     }
 
     /// The state held for the debounce interval: run the hooks if it differs from the state before the burst.

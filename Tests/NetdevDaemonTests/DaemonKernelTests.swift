@@ -173,6 +173,42 @@ struct DaemonKernelTests {
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
+
+    @Test("a renamed interface: its device moves to the new path, the journal says renamed, hooks get device-moved")
+    func rename() throws {
+        let output = NSTemporaryDirectory() + "netdevd-rename-output-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let daemon = try RunningDaemon(
+            hook: """
+                #!/bin/sh
+                case "$1" in device-*) echo "$1 $2 ${NETDEVD_PREV_DEVPATH:--}" >> \(output) ;; esac
+                """)
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        try ip("link", "add", "rn0", "type", "veth", "peer", "name", "rn1")
+        defer { _ = try? ip("link", "del", "rn2") }
+        defer { _ = try? ip("link", "del", "rn0") }
+        let socket = ["--socket", daemon.socket]
+        let old = "/sys/devices/virtual/net/rn0"
+        let new = "/sys/devices/virtual/net/rn2"
+        _ = waitUntil { (try? netdevctl(["device", "rn0"] + socket))?.status == 0 }
+        try ip("link", "set", "rn0", "name", "rn2")
+        let moved = "device-moved \(new) \(old)"
+        _ = waitUntil { (try? String(contentsOfFile: output, encoding: .utf8))?.contains(moved) == true }
+        let lines = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(lines.contains("device-added \(old) -\n"), "\(lines)")
+        #expect(lines.contains(moved + "\n"), "\(lines)")
+        #expect(!lines.contains("device-removed"), "\(lines)")
+        let devices = try netdevctl(["devices", "--subsystem", "net", "--no-legend"] + socket).output
+        #expect(devices.contains("net rn2 "), "\(devices)")
+        #expect(!devices.contains("net rn0 "), "a phantom device under the old name: \(devices)")
+        #expect(try netdevctl(["device", "rn0"] + socket).status != 0)
+        #expect(try netdevctl(["device", "rn2"] + socket).output.contains("Path: \(new)"))
+        let renamed = try journal(of: daemon, "MESSAGE_ID", MessageKind.linkRenamed.id) { !$0.isEmpty }
+        #expect(renamed.first?["MESSAGE"] as? String == "rn0: renamed to rn2")
+        #expect(renamed.first?["NETDEVD_PREV_IFNAME"] as? String == "rn0")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
 }
 
 /// The daemon's peak resident memory in KiB (VmHWM).
