@@ -75,15 +75,20 @@ let package = Package(
             swiftSettings: strict
         ),
         .target(name: "Varlink", dependencies: ["Locking"], swiftSettings: strict),
+        // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
+        .target(name: "NetdevWire", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
-            dependencies: ["MobiusCore", "NetdevSession", "Systemd", "Udev", "Netlink", "Varlink", "CLinux", "Locking"],
+            dependencies: [
+                "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "CLinux",
+                "Locking",
+            ],
             swiftSettings: strict
         ),
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "Varlink", "Locking",
+                "NetdevWire", "NetdevSession", "Varlink", "Locking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict
@@ -147,7 +152,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevDaemonTests",
-            dependencies: ["NetdevDaemon", "NetdevSession", "Systemd", "Varlink", "KernelTestSupport"],
+            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "Systemd", "Varlink", "KernelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import NetdevSession
+import NetdevWire
 
 /// Reads `netdevd.conf` and its drop-ins (`netdevd.conf.d/*.conf`, in lexical order, later ones winning) in
 /// systemd's INI style into a ``Configuration``.
@@ -214,35 +215,4 @@ func editDistance(_ lhs: String, _ rhs: String) -> Int {
         previous = current
     }
     return a.isEmpty ? b.count : previous[b.count]
-}
-
-/// systemd-style time spans: `30s`, `500ms`, `2min`, `1h`, `1min 30s`, or a bare number of seconds.
-public enum TimeSpan {
-    /// The span in milliseconds, or `nil` if `text` is not one.
-    public static func milliseconds(_ text: String) -> Int? {
-        let units: [(String, Double)] = [
-            ("usec", 0.001), ("us", 0.001), ("msec", 1), ("ms", 1), ("seconds", 1000), ("second", 1000),
-            ("sec", 1000), ("s", 1000), ("minutes", 60_000), ("minute", 60_000), ("min", 60_000), ("m", 60_000),
-            ("hours", 3_600_000), ("hour", 3_600_000), ("hr", 3_600_000), ("h", 3_600_000),
-        ]
-        let trimmed = text.trimmed
-        if let seconds = Double(trimmed) {
-            return seconds >= 0 ? Int(seconds * 1000) : nil
-        }
-        var total = 0.0
-        var rest = Substring(trimmed)
-        var matchedAny = false
-        while !rest.isEmpty {
-            rest = rest.drop { $0 == " " }
-            let number = rest.prefix { $0.isNumber || $0 == "." }
-            guard !number.isEmpty, let value = Double(number) else { return nil }
-            rest = rest.dropFirst(number.count).drop { $0 == " " }
-            let unitText = rest.prefix { $0.isLetter }
-            guard let unit = units.first(where: { $0.0 == unitText }) else { return nil }
-            rest = rest.dropFirst(unitText.count)
-            total += value * unit.1
-            matchedAny = true
-        }
-        return matchedAny ? Int(total) : nil
-    }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Locking
 public import MobiusCore
 public import NetdevSession
+import NetdevWire
 public import Varlink
 
 /// The `io.netdevd` Varlink interface, served from the models the loop publishes: a query never waits on the
@@ -25,7 +26,7 @@ public final class ControlService: Sendable {
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
-        case state, links, devices
+        case state, links, devices, monitorState
     }
 
     private let state = Locked(State())
@@ -119,10 +120,11 @@ public final class ControlService: Sendable {
                     }
                     withLatest { [self] model in
                         guard let subsystem = subsystem?.stringValue else {
-                            replier.reply(encodedParameters: cached(.devices, model) { ["devices": Self.devices($0)] })
+                            replier.reply(
+                                encodedParameters: cached(.devices, model) { ["devices": StateReport.devices($0)] })
                             return
                         }
-                        let devices = Self.devices(model).filter { $0.subsystem == subsystem }
+                        let devices = StateReport.devices(model).filter { $0.subsystem == subsystem }
                         replier.reply(encodedParameters: Self.encoded(["devices": devices]) ?? Self.emptyObject)
                     }
                 },
@@ -135,7 +137,9 @@ public final class ControlService: Sendable {
                         let key = ObjectIdentifier(replier)
                         withState { state in
                             guard let model = state.latest else { return }
-                            let report = Self.cached(.state, model, in: &state) { ["state": StateReport($0)] }
+                            let report = Self.cached(.monitorState, model, in: &state) {
+                                ["state": StateReport($0, devices: true)]
+                            }
                             state.monitors[key] = (replier, model.changeSequence)
                             replier.reply(encodedParameters: report, continues: true)
                         }
@@ -204,14 +208,6 @@ public final class ControlService: Sendable {
 
     private static let emptyObject = Array("{}".utf8)
 
-    /// Every device, by sysfs path.
-    /// In a stable order an operator reads: by subsystem, then kernel name (then path, for equal names).
-    private static func devices(_ model: Model) -> [DeviceReport] {
-        model.devices.values.sorted {
-            ($0.subsystem, $0.sysname, $0.syspath) < ($1.subsystem, $1.sysname, $1.syspath)
-        }.map(DeviceReport.init)
-    }
-
     static let description = """
         # netdevd: the state of network links and devices, and a way to follow it.
         interface io.netdevd
@@ -233,7 +229,9 @@ public final class ControlService: Sendable {
           subsystem: string,
           devtype: ?string,
           devnode: ?string,
-          driver: ?string
+          driver: ?string,
+          # udev's properties (ID_VENDOR, ID_MODEL, ID_SERIAL, DEVLINKS, ...).
+          properties: [string]string
         )
 
         type State (
@@ -241,12 +239,14 @@ public final class ControlService: Sendable {
           phase: string,
           onlineState: string,
           links: []Link,
+          # Every device, by subsystem then name: in Monitor's first reply only.
+          devices: ?[]Device,
           deviceCounts: [string]int,
           resyncs: int,
           staleHookRunsDropped: int
         )
 
-        # The whole state now.
+        # The whole state now (without the devices: ListDevices lists them).
         method GetState() -> (state: State)
 
         # The links whose names match the glob `pattern` (all without one).
@@ -255,21 +255,25 @@ public final class ControlService: Sendable {
         # The devices of `subsystem` (all without one).
         method ListDevices(subsystem: ?string) -> (devices: []Device)
 
-        # What one change altered: the links that appeared or changed, the indexes of those that went away,
-        # and the rest of the state in full.
+        # What one change altered: the links and devices that appeared or changed, the indexes (sysfs paths) of
+        # those that went away, and the rest of the state in full. A renamed device: its old path went away and
+        # it appeared under the new one.
         type Change (
           sequence: int,
           phase: string,
           onlineState: string,
           links: []Link,
           removedLinks: []int,
+          devices: []Device,
+          removedDevices: []string,
           deviceCounts: [string]int,
           resyncs: int,
           staleHookRunsDropped: int
         )
 
-        # With `more`: first the state now (`state`), then one reply per change (`change`), each with a `sequence`
-        # one higher than the one before; applying the changes in order to the state gives the daemon's state.
+        # With `more`: first the state now (`state`, with every device), then one reply per change (`change`), each
+        # with a `sequence` one higher than the one before; applying the changes in order to the state gives the
+        # daemon's state, links and devices.
         method Monitor() -> (state: ?State, change: ?Change)
 
         # Re-read the configuration (uid 0 only).

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Locking
 import MobiusCore
 import NetdevSession
+import NetdevWire
 import Netlink
 public import Systemd
 public import Udev

@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import MobiusCore
 import NetdevSession
+import NetdevWire
 
 #if canImport(Glibc)
 import Glibc

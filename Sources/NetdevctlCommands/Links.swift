@@ -1,5 +1,5 @@
 import ArgumentParser
-import NetdevDaemon
+import NetdevWire
 import Varlink
 
 /// `netdevctl links [PATTERN]`.
@@ -93,14 +93,37 @@ struct DeviceCommand: ParsableCommand {
                 status: 1, message: "netdevctl: no tracked device '\(path)'; `netdevctl devices` lists them")
         }
         if options.printJSON(try? JSONValue(encoding: device)) { return }
-        print("\(device.sysname)")
-        let fields = [
+        print(Self.describe(device), terminator: "")
+    }
+
+    /// The device as `udevadm info` would show it, for people: the main facts under labels, then every udev
+    /// property as `KEY=VALUE`, sorted.
+    static func describe(_ device: DeviceReport) -> String {
+        let properties = device.properties
+        let fields: [(String, String?)] = [
             ("Path", device.syspath), ("Subsystem", device.subsystem), ("Type", device.devtype),
             ("Node", device.devnode), ("Driver", device.driver),
+            ("Vendor", properties["ID_VENDOR_FROM_DATABASE"] ?? properties["ID_VENDOR"]),
+            ("Model", properties["ID_MODEL_FROM_DATABASE"] ?? properties["ID_MODEL"]),
+            ("Serial", properties["ID_SERIAL_SHORT"] ?? properties["ID_SERIAL"]),
         ]
+        var text = "\(device.sysname)\n"
+        let width = "Subsystem".count
         for case (let label, let value?) in fields {
-            print(String(repeating: " ", count: "Subsystem".count - label.count) + "\(label): \(value)")
+            text += String(repeating: " ", count: width - label.count) + "\(label): \(value)\n"
         }
+        let links = (properties["DEVLINKS"] ?? "").split(separator: " ").sorted()
+        for (index, link) in links.enumerated() {
+            text +=
+                (index == 0
+                    ? String(repeating: " ", count: width - 8) + "Devlinks:" : String(repeating: " ", count: width + 1))
+                + " \(link)\n"
+        }
+        if !properties.isEmpty {
+            text += "Properties:\n"
+            for key in properties.keys.sorted() { text += "  \(key)=\(properties[key] ?? "")\n" }
+        }
+        return text
     }
 }
 

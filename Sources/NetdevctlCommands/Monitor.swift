@@ -1,39 +1,73 @@
 import ArgumentParser
 import FoundationEssentials
-import NetdevDaemon
+import NetdevSession
+import NetdevWire
 import Varlink
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `netdevctl monitor`: the state, then every change, as readable lines or JSON (the whole state after each change).
+/// `netdevctl monitor`: the state, then every change of links, devices and the online state, as readable lines
+/// or JSON (the whole state after each change), narrowed by the filters like `udevadm monitor`'s.
 struct Monitor: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Follow changes: links, states, online state.")
+    static let configuration = CommandConfiguration(
+        abstract: "Follow changes: links, devices, states, online state.",
+        discussion: """
+            Links print their states, addresses and renames; devices print when they are added, changed (udev's \
+            action and the properties that changed), renamed or removed. Filters narrow both the lines and the \
+            JSON states.
+            """)
+
+    @Argument(help: "Globs over link names and device names or sysfs paths ('eth*', 'sd?', '/sys/devices/pci*').")
+    var patterns: [String] = []
+
+    @Option(
+        name: .customLong("subsystem"),
+        help: "Only devices of this udev subsystem (repeat for more); links count as subsystem net.")
+    var subsystems: [String] = []
+
+    @Flag(help: "Only links (and the online state).")
+    var linksOnly = false
+
+    @Flag(help: "Only devices.")
+    var devicesOnly = false
 
     @OptionGroup var options: CommonOptions
 
+    func validate() throws {
+        if linksOnly && devicesOnly {
+            throw ValidationError("--links-only and --devices-only exclude each other")
+        }
+    }
+
+    var filter: MonitorFilter {
+        MonitorFilter(patterns: patterns, subsystems: subsystems, links: !devicesOnly, devices: !linksOnly)
+    }
+
     func run() throws {
         let client = try options.client()
+        let filter = self.filter
         var replies = MonitorReplies()
         var failure: CommandFailure?
         do {
             try client.callWithMore("io.netdevd.Monitor") { reply in
-                let previous = replies.state
+                let previous = replies.state.map(filter.apply)
                 let state: StateReport
                 do throws(CommandFailure) {
                     guard let next = try replies.apply(reply) else { return true }
-                    state = next
+                    state = filter.apply(next)
                 } catch {
                     failure = error
                     return false
                 }
-                // Scripts get the whole state after each change; people get what changed.
+                // Scripts get the whole (filtered) state after each change; people get what changed. Either way
+                // each reply is flushed as it comes (a pipe or file would otherwise hold it in a buffer).
+                defer { fflush(nil) }
                 if options.printJSON(try? JSONValue(encoding: state)) { return true }
-                for line in Self.describe(from: previous, to: state) {
+                for line in Self.describe(from: previous, to: state, filter: filter) {
                     print("[\(Self.timestamp())] \(line)")
                 }
-                fflush(nil)
                 return true
             }
         } catch {
@@ -57,19 +91,39 @@ struct Monitor: ParsableCommand {
         return String(decoding: text[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) + "." + fraction
     }
 
-    /// What changed between two states, one line each.
-    static func describe(from old: StateReport?, to new: StateReport) -> [String] {
+    /// What changed between two (filtered) states, one line each.
+    static func describe(
+        from old: StateReport?, to new: StateReport, filter: MonitorFilter = MonitorFilter()
+    ) -> [String] {
         guard let old else {
-            return ["online state \(Paint.state(new.onlineState)); \(new.links.count) links"]
+            var header: [String] = []
+            if filter.links { header.append("online state \(Paint.state(new.onlineState)); \(new.links.count) links") }
+            if filter.devices, let devices = new.devices { header.append("\(devices.count) devices") }
+            return [header.joined(separator: "; ")]
                 + new.links.map { "\($0.name): \(Paint.state($0.operationalState))" }
         }
+        var lines = describeLinks(from: old.links, to: new.links)
+        lines += describeDevices(from: old.devices ?? [], to: new.devices ?? [])
+        if filter.links && old.onlineState != new.onlineState {
+            lines.append("online state \(old.onlineState) → \(Paint.state(new.onlineState))")
+        }
+        if old.phase != new.phase {
+            lines.append("netdevd \(new.phase)")
+        }
+        return lines
+    }
+
+    static func describeLinks(from old: [LinkReport], to new: [LinkReport]) -> [String] {
         var lines: [String] = []
-        let before = Dictionary(old.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        let after = Dictionary(new.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
-        for link in new.links {
+        let before = Dictionary(old.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        let after = Dictionary(new.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
+        for link in new {
             guard let was = before[link.index] else {
                 lines.append("\(link.name): added, \(Paint.state(link.operationalState))")
                 continue
+            }
+            if was.name != link.name {
+                lines.append("\(was.name): renamed to \(link.name)")
             }
             if was.operationalState != link.operationalState {
                 lines.append("\(link.name): \(was.operationalState) → \(Paint.state(link.operationalState))")
@@ -81,16 +135,81 @@ struct Monitor: ParsableCommand {
                 lines.append("\(link.name): address \(address) removed")
             }
         }
-        for link in old.links where after[link.index] == nil {
+        for link in old where after[link.index] == nil {
             lines.append("\(link.name): removed")
         }
-        if old.onlineState != new.onlineState {
-            lines.append("online state \(old.onlineState) → \(Paint.state(new.onlineState))")
+        return lines
+    }
+
+    /// Properties that change with every uevent and say nothing about the device.
+    static let eventProperties: Set<String> = ["ACTION", "SEQNUM", "DEVPATH_OLD", "USEC_INITIALIZED"]
+
+    static func describeDevices(from old: [DeviceReport], to new: [DeviceReport]) -> [String] {
+        var lines: [String] = []
+        let before = Dictionary(old.map { ($0.syspath, $0) }, uniquingKeysWith: { _, last in last })
+        let after = Dictionary(new.map { ($0.syspath, $0) }, uniquingKeysWith: { _, last in last })
+        var renamedFrom: Set<String> = []
+        for device in new {
+            let name = "\(device.subsystem) device \(device.sysname)"
+            guard let was = before[device.syspath] else {
+                // udev's move: the old path is gone in the same change, and DEVPATH_OLD names it.
+                if let oldPath = device.properties["DEVPATH_OLD"],
+                    let moved = old.first(where: { after[$0.syspath] == nil && $0.syspath.hasSuffix(oldPath) })
+                {
+                    renamedFrom.insert(moved.syspath)
+                    lines.append(
+                        moved.sysname == device.sysname
+                            ? "\(name) moved to \(device.syspath)"
+                            : "\(device.subsystem) device \(moved.sysname) renamed to \(device.sysname)")
+                } else {
+                    lines.append("\(name) added (\(device.syspath))")
+                }
+                continue
+            }
+            guard was != device else { continue }
+            let keys = Set(was.properties.keys).union(device.properties.keys).subtracting(eventProperties).sorted()
+            var changes: [String] = []
+            for key in keys where was.properties[key] != device.properties[key] {
+                changes.append(device.properties[key].map { "\(key)=\($0)" } ?? "-\(key)")
+            }
+            if was.driver != device.driver { changes.insert("driver \(device.driver ?? "none")", at: 0) }
+            let shown = changes.prefix(4).joined(separator: ", ") + (changes.count > 4 ? ", …" : "")
+            let action = device.properties["ACTION"] ?? "changed"
+            lines.append("\(name): \(action)" + (shown.isEmpty ? "" : " (\(shown))"))
         }
-        if old.phase != new.phase {
-            lines.append("netdevd \(new.phase)")
+        for device in old where after[device.syspath] == nil && !renamedFrom.contains(device.syspath) {
+            lines.append("\(device.subsystem) device \(device.sysname) removed (\(device.syspath))")
         }
         return lines
+    }
+}
+
+/// What `netdevctl monitor` shows: links and devices whose names (or device paths) match one of the globs (all
+/// without one), devices of the given subsystems (all without one; links are subsystem `net`), or only links or
+/// only devices.
+struct MonitorFilter: Sendable {
+    var patterns: [String] = []
+    var subsystems: [String] = []
+    var links = true
+    var devices = true
+
+    func admits(_ link: LinkReport) -> Bool {
+        links && (subsystems.isEmpty || subsystems.contains("net"))
+            && (patterns.isEmpty || patterns.contains { Glob.matches($0, link.name) })
+    }
+
+    func admits(_ device: DeviceReport) -> Bool {
+        devices && (subsystems.isEmpty || subsystems.contains(device.subsystem))
+            && (patterns.isEmpty
+                || patterns.contains { Glob.matches($0, device.sysname) || Glob.matches($0, device.syspath) })
+    }
+
+    /// `state` with only the links and devices this filter admits (no devices at all with `--links-only`).
+    func apply(_ state: StateReport) -> StateReport {
+        var state = state
+        state.links = state.links.filter(admits)
+        state.devices = devices ? state.devices?.filter(admits) : nil
+        return state
     }
 }
 

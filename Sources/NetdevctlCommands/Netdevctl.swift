@@ -1,6 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
-import NetdevDaemon
+import NetdevWire
 import Varlink
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import ArgumentParser
-import NetdevDaemon
+import NetdevWire
 import Varlink
 
 /// `netdevctl status`: phase, online state, the links and device counts.

@@ -2,8 +2,8 @@ import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Locking
-import NetdevDaemon
 import NetdevSession
+import NetdevWire
 import Varlink
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import NetdevDaemon
 import NetdevSession
+import NetdevWire
 import Testing
 
 @Suite("Configuration files")

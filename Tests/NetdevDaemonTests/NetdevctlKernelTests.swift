@@ -2,6 +2,7 @@ import Foundation
 import KernelTestSupport
 import NetdevDaemon
 import NetdevSession
+import NetdevWire
 import Synchronization
 import Testing
 import Varlink
@@ -104,8 +105,12 @@ struct NetdevctlKernelTests {
         #expect(
             pretty.output.contains(#""addresses" : [],"#) && pretty.output.contains(#""gateways" : []"#),
             "\(pretty.output)")
-        let device = try netdevctl(["device", "ctl1"] + socket)
-        #expect(device.output == "ctl1\n     Path: /sys/devices/virtual/net/ctl1\nSubsystem: net\n")
+        // udev's properties, as `udevadm info` has them, after the main facts.
+        let device = try netdevctl(["device", "ctl1"] + socket).output
+        #expect(device.hasPrefix("ctl1\n     Path: /sys/devices/virtual/net/ctl1\nSubsystem: net\nProperties:\n"))
+        #expect(device.contains("\n  INTERFACE=ctl1\n") && device.contains("\n  IFINDEX=\(index1)\n"), "\(device)")
+        let deviceJSON = try jsonObjects(try netdevctl(["--json=short", "device", "ctl1"] + socket).output).first
+        #expect((deviceJSON?["properties"] as? [String: Any])?["INTERFACE"] as? String == "ctl1")
         let missing = try netdevctl(["link", "nosuch0"] + socket)
         #expect(missing.status == 1 && missing.errors.contains("no link named 'nosuch0'"))
         daemon.signal(SIGTERM)
@@ -136,6 +141,60 @@ struct NetdevctlKernelTests {
         let any = try netdevctl(
             ["wait-online", "--any", "--interface", "wo1", "--interface", "wo0", "--timeout", "2s"] + socket)
         #expect(any.status == 0)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("monitor follows devices: added, renamed, removed; filtered by subsystem and glob; --json carries them")
+    func monitorDevices() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let socket = ["--socket", daemon.socket]
+        let lines = try FollowingNetdevctl(["monitor", "--devices-only", "--subsystem", "net", "md*"] + socket)
+        let stream = try FollowingNetdevctl(["--json=short", "monitor", "--links-only", "md*"] + socket)
+        let devicesStream = try FollowingNetdevctl(["--json=short", "monitor", "--subsystem", "net", "md*"] + socket)
+        #expect(waitUntil { lines.output.contains("0 devices") }, "no first state: \(lines.output)")
+        try ip("link", "add", "md0", "type", "veth", "peer", "name", "md1")
+        defer { _ = try? ip("link", "del", "md2") }
+        try ip("link", "add", "other0", "type", "veth", "peer", "name", "other1")
+        defer { _ = try? ip("link", "del", "other0") }
+        _ = waitUntil { lines.output.contains("net device md1 added") }
+        try ip("link", "set", "md0", "name", "md2")
+        _ = waitUntil { lines.output.contains("renamed") }
+        try ip("link", "del", "md2")
+        _ = waitUntil { lines.output.contains("net device md2 removed") }
+        let text = lines.output
+        #expect(text.contains("] net device md0 added (/sys/devices/virtual/net/md0)\n"), "\(text)")
+        #expect(text.contains("] net device md0 renamed to md2\n"), "\(text)")
+        #expect(text.contains("] net device md2 removed (/sys/devices/virtual/net/md2)\n"), "\(text)")
+        #expect(text.contains("] net device md1 removed"), "\(text)")
+        #expect(!text.contains("other") && !text.contains("md0: added"), "\(text)")
+        #expect(!text.contains("md0 removed"), "a rename is not a removal: \(text)")
+
+        // Both streams end with every md device and link gone, after states that held md2.
+        _ = waitUntil {
+            [(devicesStream, "\"devices\":[]"), (stream, "\"links\":[]")].allSatisfy { follower, empty in
+                let text = follower.output
+                return text.contains("md2") && text.split(separator: "\n").last?.contains(empty) == true
+            }
+        }
+        let states = try jsonObjects(devicesStream.output)
+        let devicesSeen = states.compactMap { $0["devices"] as? [[String: Any]] }
+        #expect(
+            devicesSeen.contains { devices in
+                devices.contains {
+                    $0["syspath"] as? String == "/sys/devices/virtual/net/md2"
+                        && ($0["properties"] as? [String: Any])?["INTERFACE"] as? String == "md2"
+                }
+            }, "\(devicesStream.output)")
+        #expect(devicesSeen.allSatisfy { $0.allSatisfy { ($0["sysname"] as? String)?.hasPrefix("md") == true } })
+        let linkStates = try jsonObjects(stream.output)
+        #expect(linkStates.allSatisfy { $0["devices"] == nil }, "--links-only carries no devices")
+        #expect(
+            linkStates.contains {
+                ($0["links"] as? [[String: Any]])?.contains { $0["name"] as? String == "md2" } == true
+            }, "\(stream.output)")
+        #expect(try netdevctl(["monitor", "--links-only", "--devices-only"] + socket).status == 2)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
@@ -177,6 +236,38 @@ struct NetdevctlKernelTests {
         #expect(try netdevctl(["links", "--bogus"]).status == 2)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
+    }
+}
+
+/// A `netdevctl` that keeps running (`monitor`), its standard output collected in a file; stopped at deinit.
+final class FollowingNetdevctl {
+    let process = Process()
+    let path = NSTemporaryDirectory() + "netdevctl-output-\(UInt32.random(in: 0...UInt32.max))"
+
+    init(_ arguments: [String]) throws {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        process.executableURL = URL(fileURLWithPath: RunningDaemon.built("netdevctl"))
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        process.environment = environment
+        process.standardOutput = FileHandle(forWritingAtPath: path)
+        try process.run()
+    }
+
+    /// The lines it printed so far (a line still being written is left out).
+    var output: String {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        return String(text[..<(text.lastIndex(of: "\n").map { text.index(after: $0) } ?? text.startIndex)])
+    }
+
+    deinit {
+        // SIGKILL: a child of the test runner starts with the runner thread's signals blocked, SIGTERM among them.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: path)
     }
 }
 
@@ -352,12 +443,18 @@ struct ManyMonitorsTests {
                     + " with 100 monitors (%d changes to each)",
                 pairs, alone.seconds, alone.cpu, watched.seconds, watched.cpu, last))
         #expect(delivered, "not every monitor received change \(last)")
+        let devices = try VarlinkClient(path: daemon.socket).call("io.netdevd.ListDevices")["devices"]?.decode(
+            as: [DeviceReport].self)
         for (index, monitor) in monitors.enumerated() {
             let (sequences, state) = monitor.decoded()
             #expect(
                 zip(sequences, sequences.dropFirst()).allSatisfy { $1 == $0 + 1 },
                 "monitor \(index) skipped: \(sequences.prefix(20))")
-            #expect(state == final, "monitor \(index) rebuilt a different state")
+            // GetState leaves the devices out; the monitor's devices are ListDevices'.
+            var links = state
+            links?.devices = nil
+            #expect(links == final, "monitor \(index) rebuilt a different state")
+            #expect(state?.devices == devices, "monitor \(index) rebuilt different devices")
         }
         #expect(last > 100, "\(last) changes")
         // A sanity bound, not a benchmark: the figures printed above are the measurement.
