@@ -97,7 +97,7 @@ let package = Package(
         .executableTarget(
             name: "netdevd",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevctlCommands", "Systemd", "Udev",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strict

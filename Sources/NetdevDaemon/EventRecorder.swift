@@ -8,8 +8,8 @@ import NetdevWire
 import Glibc
 #endif
 
-/// Appends every processed event to a file as one JSON line (`--record`), so a session can be replayed through
-/// ``Session/replay(events:from:)`` later. Events are encoded on the loop queue, in processing order, and written
+/// Appends the configuration the loop starts with and then every processed event to a file, one JSON line each
+/// (`--record`), so a session can be replayed later (``Recording``, ``OfflineReplay``, `netdevd --replay`). Events are encoded on the loop queue, in processing order, and written
 /// on a serial queue of the recorder's, so file I/O never blocks the loop; ``flush()`` waits for the writes. A
 /// failed write is reported once on standard error and recording stops.
 final class EventRecorder: MobiusLogger, @unchecked Sendable {
@@ -40,10 +40,19 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
         close(descriptor)
     }
 
+    /// The first line: the configuration the loop starts with, so that a replay starts where netdevd did.
+    func willInitiate(model: Model) {
+        guard let line = Recording.startLine(model.configuration, encoder: encoder) else { return }
+        append(line + [UInt8(ascii: "\n")])
+    }
+
     func willUpdate(model: Model, event: Event) {
         guard var encoded = try? encoder.encode(event) else { return }
         encoded.append(UInt8(ascii: "\n"))
-        let line = [UInt8](encoded)
+        append([UInt8](encoded))
+    }
+
+    private func append(_ line: [UInt8]) {
         writes.async { [self] in
             guard !failed else { return }
             var offset = 0

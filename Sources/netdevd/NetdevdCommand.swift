@@ -1,6 +1,7 @@
 import ArgumentParser
 import NetdevDaemon
 import NetdevSession
+import NetdevWire
 import Systemd
 import Udev
 
@@ -39,6 +40,15 @@ struct NetdevdCommand: ParsableCommand {
     @Option(help: "Append every processed event to this file as JSON lines, for replay.")
     var record: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Run a --record file through the session offline and print the journal entries and hook runs it makes.",
+            valueName: "file"))
+    var replay: String?
+
+    @Flag(help: "With --replay: print JSON lines, one object per entry or run, then the final state.")
+    var json = false
+
     @Option(name: .customLong("hooks-dir"), help: "A hook directory, highest priority first (repeatable).")
     var hooksDirectories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
 
@@ -59,6 +69,10 @@ struct NetdevdCommand: ParsableCommand {
             print(MessageKind.journalCatalog, terminator: "")
             return
         }
+        if let replay {
+            try replayRecording(replay)
+            return
+        }
         var options = DaemonOptions()
         options.configurationFile = config
         options.socketPath = socket
@@ -72,6 +86,28 @@ struct NetdevdCommand: ParsableCommand {
         options.monitorBufferBytes = monitorBuffer
         let status = Daemon(options: options).run()
         throw ExitCode(status)
+    }
+}
+
+extension NetdevdCommand {
+    /// `--replay FILE`: nothing is started, watched or run; the output goes to standard output.
+    func replayRecording(_ path: String) throws {
+        let recording: Recording
+        do {
+            recording = try Recording(contentsOf: path)
+        } catch {
+            writeToStandardError("netdevd: cannot replay \(error)\n")
+            throw ExitCode(1)
+        }
+        if recording.earlierRuns > 0 {
+            writeToStandardError(
+                "netdevd: \(path) holds \(recording.earlierRuns + 1) runs of netdevd; replaying the last one\n")
+        }
+        if recording.configuration == nil {
+            writeToStandardError("netdevd: \(path) does not say its configuration; replaying with the defaults\n")
+        }
+        let replay = OfflineReplay(recording, maximumPriority: logLevel.priority)
+        print(json ? replay.jsonLines : replay.text, terminator: "")
     }
 }
 

@@ -1,0 +1,244 @@
+import FoundationEssentials
+public import NetdevSession
+import NetdevWire
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `--record` file read back: the configuration netdevd started with (its first line, when the file has it),
+/// then every event its loop processed, in order. Contract: a line that is neither is an error naming the file and
+/// line, never skipped; a recording made before the first line existed reads with the default configuration; a
+/// file that several runs of netdevd appended to reads as its last run (``earlierRuns`` counts the others).
+public struct Recording: Sendable, Equatable {
+    /// The configuration the loop started with; `nil` when the file does not say.
+    public var configuration: Configuration?
+    /// The events, in the order the loop processed them.
+    public var events: [Event]
+    /// Runs of netdevd recorded before the one read (each run starts with its configuration line).
+    public var earlierRuns = 0
+
+    /// The first line of a recording: `{"start":{"configuration":{...}}}`.
+    struct Start: Codable {
+        struct Body: Codable {
+            var configuration: Configuration
+        }
+        var start: Body
+    }
+
+    /// A recording of these events.
+    public init(configuration: Configuration?, events: [Event]) {
+        self.configuration = configuration
+        self.events = events
+    }
+
+    /// The recording in the file at `path`.
+    public init(contentsOf path: String) throws(RecordingError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw RecordingError(file: path, line: 0, message: "cannot be read: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw RecordingError(
+                    file: path, line: 0, message: "cannot be read: \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { break }
+            bytes += buffer[..<count]
+        }
+        try self.init(text: String(decoding: bytes, as: UTF8.self), file: path)
+    }
+
+    /// The recording in `text` (`file` names it in errors).
+    public init(text: String, file: String = "-") throws(RecordingError) {
+        let decoder = JSONDecoder()
+        var configuration: Configuration?
+        var events: [Event] = []
+        var earlierRuns = 0
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let data = Data(line.utf8)
+            if line.allSatisfy(\.isWhitespace) { continue }
+            if line.hasPrefix("{\"start\":"), let start = try? decoder.decode(Start.self, from: data) {
+                // Another run appended to the same file: what came before belongs to an earlier run.
+                if configuration != nil || !events.isEmpty { earlierRuns += 1 }
+                configuration = start.start.configuration
+                events = []
+                continue
+            }
+            do {
+                events.append(try decoder.decode(Event.self, from: data))
+            } catch {
+                throw RecordingError(
+                    file: file, line: number + 1, message: "not an event netdevd recorded (\(Self.reason(error)))")
+            }
+        }
+        self.init(configuration: configuration, events: events)
+        self.earlierRuns = earlierRuns
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): "invalid JSON: \(context.debugDescription)"
+        case DecodingError.keyNotFound(let key, _): "no '\(key.stringValue)'"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "unexpected value at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        default: "\(error)"
+        }
+    }
+
+    /// The first line `--record` writes: the configuration the loop starts with.
+    static func startLine(_ configuration: Configuration, encoder: JSONEncoder) -> [UInt8]? {
+        (try? encoder.encode(Start(start: Start.Body(configuration: configuration)))).map(Array.init)
+    }
+}
+
+/// A recording that cannot be read: where, and why.
+public struct RecordingError: Error, Equatable, CustomStringConvertible {
+    /// The file.
+    public var file: String
+    /// The line (1-based), 0 for the file as a whole.
+    public var line: Int
+    /// What is wrong.
+    public var message: String
+
+    /// `file:line: message`.
+    public var description: String {
+        line > 0 ? "\(file):\(line): \(message)" : "\(file): \(message)"
+    }
+}
+
+/// A recording run through the session offline (`netdevd --replay`): the journal entries and hook runs it
+/// produces, in order, and the final model. Pure: the same recording gives the same output on every run.
+public struct OfflineReplay: Sendable {
+    /// One thing the session asked for: a journal entry or a hook run, at the step (the event's number, 0 for
+    /// the start) that asked.
+    public enum Output: Sendable, Equatable {
+        /// A journal entry.
+        case journal(step: Int, LogEntry)
+        /// A hook run.
+        case hooks(step: Int, HookRun)
+    }
+
+    /// What was produced, in order.
+    public var outputs: [Output] = []
+    /// The model after the last event.
+    public var model: Model
+
+    /// Replays `recording`; journal entries above `maximumPriority` (7 debug ... 3 error) are left out, as the
+    /// daemon leaves them out of the journal.
+    public init(_ recording: Recording, maximumPriority: Int = 6) {
+        let start = Session.initiate(Model(configuration: recording.configuration ?? Configuration()))
+        model = start.model
+        collect(start.effects, step: 0, maximumPriority: maximumPriority)
+        for (index, event) in recording.events.enumerated() {
+            let next = Session.update(model, event)
+            model = next.model ?? model
+            collect(next.effects, step: index + 1, maximumPriority: maximumPriority)
+        }
+    }
+
+    private mutating func collect(_ effects: [Effect], step: Int, maximumPriority: Int) {
+        for effect in effects {
+            switch effect {
+            case .log(let entry) where entry.priority <= maximumPriority: outputs.append(.journal(step: step, entry))
+            case .runHooks(let run): outputs.append(.hooks(step: step, run))
+            default: break
+            }
+        }
+    }
+
+    /// The output for people: one line each, `STEP journal PRIORITY MESSAGE` or `STEP hooks EVENT SUBJECT (run
+    /// N)`, then the final state in one line.
+    public var text: String {
+        var text = ""
+        for output in outputs {
+            switch output {
+            case .journal(let step, let entry):
+                text += "\(Self.pad(step)) journal \(Self.priorityName(entry.priority)) \(entry.message)\n"
+            case .hooks(let step, let run):
+                text += "\(Self.pad(step)) hooks   \(run.event.rawValue) \(run.subjectName) (run \(run.id))\n"
+            }
+        }
+        text += "final: \(model.links.count) links, \(model.devices.count) devices, phase \(model.phase.rawValue), "
+        text += "online state \(model.onlineState.rawValue)\n"
+        return text
+    }
+
+    /// The output for scripts: one JSON object per line, `{"step":N,"journal":{...}}` or `{"step":N,"hooks":{...}}`,
+    /// then `{"state":{...}}` (the state `Monitor` would send first, devices included).
+    public var jsonLines: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var text = ""
+        func line(_ value: some Encodable) {
+            if let data = try? encoder.encode(value) { text += String(decoding: data, as: UTF8.self) + "\n" }
+        }
+        for output in outputs {
+            switch output {
+            case .journal(let step, let entry):
+                line(JournalLine(step: step, journal: JournalLine.Entry(entry)))
+            case .hooks(let step, let run):
+                line(HooksLine(step: step, hooks: HooksLine.Run(run)))
+            }
+        }
+        line(["state": StateReport(model, devices: true)])
+        return text
+    }
+
+    private struct JournalLine: Encodable {
+        struct Entry: Encodable {
+            var priority: Int
+            var messageID: String
+            var message: String
+            var fields: [String: String]
+
+            init(_ entry: LogEntry) {
+                priority = entry.priority
+                messageID = entry.kind.id
+                message = entry.message
+                fields = Dictionary(entry.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+            }
+        }
+        var step: Int
+        var journal: Entry
+    }
+
+    private struct HooksLine: Encodable {
+        struct Run: Encodable {
+            var run: Int
+            var event: String
+            var subject: String
+            var environment: [String: String]
+
+            init(_ run: HookRun) {
+                self.run = run.id
+                event = run.event.rawValue
+                subject = run.subjectName
+                environment = Dictionary(
+                    run.environment.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+            }
+        }
+        var step: Int
+        var hooks: Run
+    }
+
+    private static func pad(_ step: Int) -> String {
+        let text = String(step)
+        return String(repeating: " ", count: max(0, 6 - text.count)) + text
+    }
+
+    private static func priorityName(_ priority: Int) -> String {
+        switch priority {
+        case ...3: "error  "
+        case 4: "warning"
+        case 5: "notice "
+        case 6: "info   "
+        default: "debug  "
+        }
+    }
+}
