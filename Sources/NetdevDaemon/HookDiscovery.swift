@@ -104,7 +104,8 @@ final class HookDiscovery: Sendable {
     }
 
     /// Why the file at `path` must not run (not a regular file, not root's, writable by group or others, not
-    /// executable), or `nil` when it may. Symlinks are followed: the file they name is what runs.
+    /// executable, or in a directory that someone other than root could change), or `nil` when it may. Symlinks
+    /// are followed: the file they name is what runs, so its directory is examined too.
     static func refusal(_ path: String) -> String? {
         var status = stat()
         guard stat(path, &status) == 0 else { return "cannot be examined: \(String(cString: strerror(errno)))" }
@@ -112,6 +113,28 @@ final class HookDiscovery: Sendable {
         guard status.st_uid == 0 else { return "is owned by uid \(status.st_uid), not root" }
         guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return "is writable by group or others" }
         guard status.st_mode & S_IXUSR != 0 else { return "is not executable" }
+        // Whoever may write a directory may replace the hook in it: the directory listed, and the target's.
+        var directories = [parent(of: path)]
+        if let resolved = realpath(path, nil) {
+            let target = String(cString: resolved)
+            free(resolved)
+            if parent(of: target) != directories[0] { directories.append(parent(of: target)) }
+        }
+        for directory in directories {
+            guard stat(directory, &status) == 0 else {
+                return "is in \(directory), which cannot be examined: \(String(cString: strerror(errno)))"
+            }
+            guard status.st_uid == 0 else { return "is in \(directory), owned by uid \(status.st_uid), not root" }
+            guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+                return "is in \(directory), which is writable by group or others"
+            }
+        }
         return nil
+    }
+
+    /// The directory part of `path` (`/` for a file at the root, `.` for a bare name).
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 }

@@ -80,6 +80,50 @@ struct HookDiscoveryTests {
         }
     }
 
+    @Test(
+        "the ownership policy: only root's files, writable by root alone, in directories only root may change",
+        .enabled(if: getuid() == 0, "needs root: it gives files and directories to another owner (chown)"))
+    func ownershipPolicy() throws {
+        try withDirectory { directory in
+            try withDirectory { elsewhere in
+                let hooks = { HookRunner(directories: [directory], log: { _ in }).hooks() }
+                let refusal = { (name: String) in hooks().first { $0.name == name }?.refusal }
+                install(directory + "/10-ok")
+                #expect(refusal("10-ok") == nil)
+
+                install(directory + "/20-nobody")
+                #expect(chown(directory + "/20-nobody", 65534, 65534) == 0)
+                #expect(refusal("20-nobody") == "is owned by uid 65534, not root")
+
+                install(directory + "/30-group", mode: 0o775)
+                #expect(refusal("30-group") == "is writable by group or others")
+
+                // A symlink runs the file it names: that file's owner, mode and directory count.
+                install(elsewhere + "/writable", mode: 0o757)
+                #expect(symlink(elsewhere + "/writable", directory + "/40-link-writable") == 0)
+                #expect(refusal("40-link-writable") == "is writable by group or others")
+                install(elsewhere + "/nobodys")
+                #expect(chown(elsewhere + "/nobodys", 65534, 65534) == 0)
+                #expect(symlink(elsewhere + "/nobodys", directory + "/41-link-nobody") == 0)
+                #expect(refusal("41-link-nobody") == "is owned by uid 65534, not root")
+                install(elsewhere + "/fine")
+                #expect(symlink(elsewhere + "/fine", directory + "/42-link-fine") == 0)
+                #expect(refusal("42-link-fine") == nil)
+                #expect(chmod(elsewhere, 0o777) == 0)
+                #expect(refusal("42-link-fine") == "is in \(elsewhere), which is writable by group or others")
+
+                // A directory others may write: every hook in it could be replaced by them, so none runs.
+                #expect(chmod(directory, 0o777) == 0)
+                #expect(refusal("10-ok") == "is in \(directory), which is writable by group or others")
+                #expect(chmod(directory, 0o755) == 0)
+                #expect(chown(directory, 65534, 65534) == 0)
+                #expect(refusal("10-ok") == "is in \(directory), owned by uid 65534, not root")
+                #expect(chown(directory, 0, 0) == 0)
+                #expect(refusal("10-ok") == nil)
+            }
+        }
+    }
+
     /// What `NETDEVD_JSON` was before it was written by hand.
     func encoded<Value: Encodable>(_ value: Value) throws -> String {
         let encoder = JSONEncoder()
