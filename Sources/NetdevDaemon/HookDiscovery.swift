@@ -113,20 +113,27 @@ final class HookDiscovery: Sendable {
         guard status.st_uid == 0 else { return "is owned by uid \(status.st_uid), not root" }
         guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return "is writable by group or others" }
         guard status.st_mode & S_IXUSR != 0 else { return "is not executable" }
-        // Whoever may write a directory may replace the hook in it: the directory listed, and the target's.
-        var directories = [parent(of: path)]
-        if let resolved = realpath(path, nil) {
-            let target = String(cString: resolved)
-            free(resolved)
-            if parent(of: target) != directories[0] { directories.append(parent(of: target)) }
+        // Whoever may write a directory may replace the hook in it: the directory listed, the target's, and
+        // every directory above them (a sticky one, such as /tmp, lets no one replace another's entry).
+        guard let resolved = realpath(path, nil) else {
+            return "cannot be resolved: \(String(cString: strerror(errno)))"
         }
-        for directory in directories {
-            guard stat(directory, &status) == 0 else {
-                return "is in \(directory), which cannot be examined: \(String(cString: strerror(errno)))"
-            }
-            guard status.st_uid == 0 else { return "is in \(directory), owned by uid \(status.st_uid), not root" }
-            guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
-                return "is in \(directory), which is writable by group or others"
+        let target = String(cString: resolved)
+        free(resolved)
+        var checked: Set<String> = []
+        for start in [parent(of: path), parent(of: target)] {
+            var directory = start
+            while checked.insert(directory).inserted {
+                guard stat(directory, &status) == 0 else {
+                    return "is in \(directory), which cannot be examined: \(String(cString: strerror(errno)))"
+                }
+                guard status.st_uid == 0 else {
+                    return "is in \(directory), owned by uid \(status.st_uid), not root"
+                }
+                guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 || status.st_mode & S_ISVTX != 0 else {
+                    return "is in \(directory), which is writable by group or others"
+                }
+                directory = parent(of: directory)
             }
         }
         return nil

@@ -48,28 +48,40 @@ extension Transition {
             replacing: replaced)
     }
 
-    /// A device moved from `oldPath`: what waits for the old path goes with it to the new one. A waiting
-    /// `added` stays an `added` (the hooks never heard of the old path), a waiting change or move merges into
-    /// the `device-moved` run, which names the path the hooks last knew.
-    mutating func enqueueDeviceMove(_ device: Device, from oldPath: String) {
-        var event = HookEvent.deviceMoved
-        var previousPath = oldPath
-        if let pending = model.hooks.newestWaiting(for: .device(syspath: oldPath)) {
-            switch pending.event.lifecycle {
-            case .added:
-                // Not dropped: it runs under the new path.
-                model.hooks.remove(pending)
-                event = pending.event
-            case .changed:
-                previousPath =
-                    pending.environment.first { $0.name == LogField.Name.previousDevpath }?.value ?? oldPath
-                cancel(pending, reason: "\(oldPath) moved to \(device.syspath); its device-moved run has the news")
-            case .removed:
-                // An older device's removal under the old path: it still runs; this one moved on.
-                break
-            }
+    /// A device moved from `old`'s path: what waits for the old path goes with it to the new one. A waiting
+    /// `added` stays an `added` (the hooks never heard of the old path); a waiting change or move merges into the
+    /// `device-moved` run, which names the path the hooks last knew (and is a plain change when that is the new
+    /// path again). When the move cannot be told in order (a run of the old path is running, so a run of the new
+    /// path would overlap it; or the removal of an earlier device under the new path waits), each path gets what
+    /// happened to it: the old one `device-removed`, the new one `device-added`.
+    mutating func enqueueDeviceMove(_ device: Device, from old: Device) {
+        let oldSubject = HookSubject.device(syspath: old.syspath)
+        let pending = model.hooks.newestWaiting(for: oldSubject)
+        if let pending, pending.event.lifecycle == .added {
+            // Not dropped: it runs under the new path.
+            model.hooks.remove(pending)
+            enqueueDeviceRun(device, event: .deviceAdded)
+            return
         }
-        enqueueDeviceRun(device, event: event, previousPath: previousPath)
+        if model.hooks.running[oldSubject] != nil
+            || model.hooks.newestWaiting(for: .device(syspath: device.syspath)) != nil
+        {
+            enqueueDeviceRun(old, event: .deviceRemoved)
+            enqueueDeviceRun(device, event: .deviceAdded)
+            return
+        }
+        var previousPath = old.syspath
+        if let pending, pending.event.lifecycle == .changed {
+            previousPath =
+                pending.environment.first { $0.name == LogField.Name.previousDevpath }?.value ?? old.syspath
+            cancel(pending, reason: "\(old.syspath) moved to \(device.syspath); its run has the news")
+        }
+        if previousPath == device.syspath {
+            // Back under the path the hooks last knew: to them, a change.
+            enqueueDeviceRun(device, event: .deviceChanged)
+        } else {
+            enqueueDeviceRun(device, event: .deviceMoved, previousPath: previousPath)
+        }
     }
 
     mutating func enqueueOnlineRun(from old: OnlineState) {
@@ -111,9 +123,6 @@ extension Transition {
             return nil
         case (.removed, .added):
             // A new subject under a reused name or index: its run waits behind the old one's removal.
-            return (event, nil)
-        case (.removed, .changed) where event == .deviceMoved:
-            // A device moved to a path whose old device's removal waits: it follows that removal.
             return (event, nil)
         case (.removed, .changed):
             // A change of nothing the hooks know of: the subject's removal waits, and no new one was added.

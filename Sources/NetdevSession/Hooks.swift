@@ -48,7 +48,9 @@ public enum HookEvent: String, Codable, Sendable, CaseIterable {
     /// An `added` after a waiting `removed` (a device path used again) waits behind the removal; a change with
     /// no `added` before it is dropped there.
     /// A device that moves takes what waits for its old path along: a waiting `added` runs under the new path, a
-    /// waiting change merges into the `device-moved` run, which stays a move through later changes.
+    /// waiting change merges into the `device-moved` run, which stays a move through later changes; a move that
+    /// cannot be told in order (a run of the old path is running) is the old path's `removed` and the new one's
+    /// `added`. Only an `added` ever waits behind a removal.
     public enum Lifecycle: Sendable {
         /// The subject appeared.
         case added

@@ -304,7 +304,7 @@ extension Transition {
         log(
             Self.devicePriority(device), .deviceMoved, "\(device.subsystem) device \(old.sysname) \(what)",
             deviceFields(device) + [LogField(LogField.Name.previousDevpath, old.syspath)])
-        if hooks { enqueueDeviceMove(device, from: old.syspath) }
+        if hooks { enqueueDeviceMove(device, from: old) }
     }
 
     /// The state held for the debounce interval: run the hooks if it differs from the state before the burst.

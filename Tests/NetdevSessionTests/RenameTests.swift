@@ -87,6 +87,59 @@ struct RenameTests {
         #expect(model.devices.isEmpty)
     }
 
+    @Test("a move while the old path's hooks run: the old path's removal after that run, the new path's added")
+    func movedWhileItsHooksRun() throws {
+        var model = Fixture.running(configuration: Configuration(hookParallelism: 2))
+        let added = Session.update(model, .deviceChanged(Self.old, action: "add"))
+        let running = Fixture.runs(added.effects)
+        model = try #require(added.model)
+        let moved = Session.update(model, .deviceMoved(Self.new, fromSyspath: Self.old.syspath))
+        model = try #require(moved.model)
+        // The new path's added runs at once (a slot is free); the old path's removal waits for its running run.
+        #expect(Fixture.runs(moved.effects).map(\.event) == [.deviceAdded])
+        #expect(Fixture.runs(moved.effects).first?.subject == .device(syspath: Self.new.syspath))
+        let rest = HookCoalescingTests.drain(&model, running: running + Fixture.runs(moved.effects))
+        #expect(rest.map(\.event) == [.deviceRemoved])
+        #expect(rest.first?.subject == .device(syspath: Self.old.syspath))
+        #expect(model.hooks.isIdle)
+    }
+
+    @Test("a move onto a path whose removal waits, removed and added again: every removal runs, in order")
+    func moveBehindAWaitingRemoval() throws {
+        var (model, _) = try Self.knowingOld(busy: false)
+        let other = Device(syspath: Self.new.syspath, sysname: "mv2", subsystem: "net", properties: ["V": "0"])
+        let otherAdded = Session.update(model, .deviceChanged(other, action: "add"))
+        model = try #require(otherAdded.model)
+        _ = HookCoalescingTests.drain(&model, running: Fixture.runs(otherAdded.effects))
+        // The one slot busy: what follows waits.
+        let first = Session.update(model, .linkChanged(Fixture.state(2, "eth0")))
+        model = try #require(first.model)
+        let busy = Fixture.runs(first.effects)
+        model = try #require(Session.update(model, .deviceRemoved(syspath: other.syspath)).model)
+        model = try #require(Session.update(model, .deviceMoved(Self.new, fromSyspath: Self.old.syspath)).model)
+        model = try #require(Session.update(model, .deviceRemoved(syspath: Self.new.syspath)).model)
+        var again = Self.new
+        again.properties["V"] = "2"
+        model = try #require(Session.update(model, .deviceChanged(again, action: "add")).model)
+        let runs = HookCoalescingTests.drain(&model, running: busy).filter { $0.device != nil }
+        let byPath = { (path: String) in runs.filter { $0.subject == .device(syspath: path) }.map(\.event) }
+        // mv0's hooks hear it go (as mv0, the path they knew); mv2's: the earlier device's removal, then the new one.
+        #expect(byPath(Self.old.syspath) == [.deviceRemoved])
+        #expect(byPath(Self.new.syspath) == [.deviceRemoved, .deviceAdded])
+        #expect(model.hooks.isIdle)
+    }
+
+    @Test("moved away and back while the hooks are busy: a change of the path the hooks know, not a move")
+    func movedAndBack() throws {
+        var (model, busy) = try Self.knowingOld(busy: true)
+        model = try #require(Session.update(model, .deviceMoved(Self.new, fromSyspath: Self.old.syspath)).model)
+        model = try #require(Session.update(model, .deviceMoved(Self.old, fromSyspath: Self.new.syspath)).model)
+        let runs = HookCoalescingTests.drain(&model, running: busy).filter { $0.device != nil }
+        #expect(runs.map(\.event) == [.deviceChanged])
+        #expect(runs.first?.subject == .device(syspath: Self.old.syspath))
+        #expect(runs.first?.environment.contains { $0.name == "NETDEVD_PREV_DEVPATH" } == false)
+    }
+
     @Test("a move from a path never seen adds the device under its new path")
     func moveOfAnUnknownDevice() throws {
         let model = Fixture.running()
