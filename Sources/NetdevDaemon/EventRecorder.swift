@@ -42,8 +42,12 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
 
     /// The first line: the configuration the loop starts with, so that a replay starts where netdevd did.
     func willInitiate(model: Model) {
-        guard let line = Recording.startLine(model.configuration, encoder: encoder) else { return }
-        append(line + [UInt8(ascii: "\n")])
+        do {
+            append(try Recording.startLine(model.configuration, encoder: encoder) + [UInt8(ascii: "\n")])
+        } catch {
+            // Replayed without it, the recording runs with the default configuration; say so now.
+            writeToStandardError("netdevd: --record: cannot write the configuration line: \(error)\n")
+        }
     }
 
     func willUpdate(model: Model, event: Event) {

@@ -63,7 +63,15 @@ public struct Recording: Sendable, Equatable {
         for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let data = Data(line.utf8)
             if line.allSatisfy(\.isWhitespace) { continue }
-            if line.hasPrefix("{\"start\":"), let start = try? decoder.decode(Start.self, from: data) {
+            if line.hasPrefix("{\"start\":") {
+                let start: Start
+                do {
+                    start = try decoder.decode(Start.self, from: data)
+                } catch {
+                    throw RecordingError(
+                        file: file, line: number + 1,
+                        message: "a run's start line whose configuration cannot be read (\(Self.reason(error)))")
+                }
                 // Another run appended to the same file: what came before belongs to an earlier run.
                 if configuration != nil || !events.isEmpty { earlierRuns += 1 }
                 configuration = start.start.configuration
@@ -92,8 +100,8 @@ public struct Recording: Sendable, Equatable {
     }
 
     /// The first line `--record` writes: the configuration the loop starts with.
-    static func startLine(_ configuration: Configuration, encoder: JSONEncoder) -> [UInt8]? {
-        (try? encoder.encode(Start(start: Start.Body(configuration: configuration)))).map(Array.init)
+    static func startLine(_ configuration: Configuration, encoder: JSONEncoder) throws -> [UInt8] {
+        Array(try encoder.encode(Start(start: Start.Body(configuration: configuration))))
     }
 }
 
@@ -176,6 +184,8 @@ public struct OfflineReplay: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var text = ""
         func line(_ value: some Encodable) {
+            // Dropping is right here: these values are strings, integers and dictionaries of them, which
+            // JSONEncoder cannot fail on (only non-finite floats and throwing custom encoders can).
             if let data = try? encoder.encode(value) { text += String(decoding: data, as: UTF8.self) + "\n" }
         }
         for output in outputs {
@@ -201,7 +211,7 @@ public struct OfflineReplay: Sendable {
                 priority = entry.priority
                 messageID = entry.kind.id
                 message = entry.message
-                fields = Dictionary(entry.fields.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+                fields = OfflineReplay.dictionary(entry.fields)
             }
         }
         var step: Int
@@ -219,12 +229,16 @@ public struct OfflineReplay: Sendable {
                 self.run = run.id
                 event = run.event.rawValue
                 subject = run.subjectName
-                environment = Dictionary(
-                    run.environment.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
+                environment = OfflineReplay.dictionary(run.environment)
             }
         }
         var step: Int
         var hooks: Run
+    }
+
+    /// `fields` by name (a repeated name keeps its last value, as the journal shows it).
+    fileprivate static func dictionary(_ fields: [LogField]) -> [String: String] {
+        Dictionary(fields.map { ($0.name, $0.value) }, uniquingKeysWith: { _, last in last })
     }
 
     private static func pad(_ step: Int) -> String {

@@ -217,3 +217,25 @@ struct HookDirectoryTests {
         #expect(runner.hooks().map(\.name) == ["10-log", "30-y"])
     }
 }
+
+@Suite("Recordings read back")
+struct RecordingTests {
+    @Test("a start line that cannot be read is an error with its line; a file two runs appended to reads as the last")
+    func startLines() throws {
+        #expect(throws: RecordingError.self) { try Recording(text: "{\"start\":{\"configuration\":7}}\n", file: "r") }
+        do {
+            _ = try Recording(text: "{\"start\":{\"configuration\":7}}\n", file: "r")
+        } catch {
+            #expect(error.line == 1 && error.message.hasPrefix("a run's start line whose configuration"))
+        }
+        let configuration = Configuration(hookParallelism: 3)
+        let start =
+            "{\"start\":{\"configuration\":"
+            + String(decoding: try JSONEncoder().encode(configuration), as: UTF8.self) + "}}"
+        let tick = String(decoding: try JSONEncoder().encode(Event.watchdogTick), as: UTF8.self)
+        let recording = try Recording(text: [start, tick, tick, start, tick].joined(separator: "\n") + "\n")
+        #expect(recording.configuration == configuration)
+        #expect(recording.events == [.watchdogTick])
+        #expect(recording.earlierRuns == 1)
+    }
+}
