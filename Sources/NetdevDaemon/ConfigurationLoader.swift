@@ -2,6 +2,10 @@ import FoundationEssentials
 public import NetdevSession
 import NetdevWire
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Reads `netdevd.conf` and its drop-ins (`netdevd.conf.d/*.conf`, in lexical order, later ones winning) in
 /// systemd's INI style into a ``Configuration``.
 ///
@@ -16,10 +20,13 @@ import NetdevWire
 /// | `[Online]` | `MinimumOperationalState=` | `off`, `no-carrier`, `dormant`, `carrier`, `degraded`, `routable` |
 /// | `[Online]` | `RequiredFamily=` | `any`, `ipv4`, `ipv6`, `both` |
 /// | `[Devices]` | `Subsystems=` | udev subsystems, space-separated; empty resets |
-/// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `500ms`, `2min`); how long one hook may run; 0: no limit |
+/// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `2min`); how long one hook may run; 0 or `infinity`: no limit |
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
-/// | `[Daemon]` | `StopTimeoutSec=` | a time span; how long a stop waits for running hooks after their SIGTERM |
+/// | `[Daemon]` | `StopTimeoutSec=` | a time span or `infinity`; how long a stop waits for hooks after SIGTERM |
+///
+/// Time spans are at most 365 days. Files may have LF or CRLF line endings and a UTF-8 byte order mark; a file
+/// larger than 1 MiB, one that cannot be read, and a drop-in directory that cannot be listed are errors.
 public struct ConfigurationLoader: Sendable {
     /// The main file.
     public var mainFile: String
@@ -40,31 +47,49 @@ public struct ConfigurationLoader: Sendable {
         case rejected([Diagnostic])
     }
 
-    /// The files read, in order: the main file (if it exists), then the drop-ins sorted by name.
-    public func files() -> [String] {
+    /// The largest file read: a configuration is a few hundred bytes, and a file of megabytes is a mistake.
+    public static let maximumFileBytes = 1 << 20
+
+    /// The files read, in order: the main file (if it exists), then the drop-ins sorted by name; a drop-in
+    /// directory that exists but cannot be listed is an error, not an empty directory.
+    func files() -> (files: [String], errors: [Diagnostic]) {
         var files: [String] = []
-        if FileManager.default.fileExists(atPath: mainFile) {
+        var errors: [Diagnostic] = []
+        var status = stat()
+        if stat(mainFile, &status) == 0 {
             files.append(mainFile)
+        } else if errno != ENOENT {
+            errors.append(
+                Diagnostic(file: mainFile, line: 0, message: "cannot be read: \(String(cString: strerror(errno)))"))
         }
-        let dropIns = (try? FileManager.default.contentsOfDirectory(atPath: dropInDirectory)) ?? []
-        files += dropIns.filter { $0.hasSuffix(".conf") }.sorted().map { dropInDirectory + "/" + $0 }
-        return files
+        switch TextFile.names(in: dropInDirectory) {
+        case .success(let names):
+            files += (names ?? []).filter { $0.hasSuffix(".conf") }.sorted().map { dropInDirectory + "/" + $0 }
+        case .failure(let problem):
+            errors.append(Diagnostic(file: dropInDirectory, line: 0, message: "cannot be listed: \(problem)"))
+        }
+        return (files, errors)
     }
 
     /// Reads every file and builds the configuration.
     public func load() -> Outcome {
         var builder = Builder()
-        for file in files() {
-            guard let data = FileManager.default.contents(atPath: file) else {
-                builder.errors.append(Diagnostic(file: file, line: 0, message: "cannot be read"))
+        let (files, listingErrors) = files()
+        for file in files {
+            let bytes: [UInt8]
+            switch TextFile.bytes(at: file, limit: Self.maximumFileBytes) {
+            case .success(let read): bytes = read
+            case .failure(let problem):
+                builder.errors.append(Diagnostic(file: file, line: 0, message: "cannot be read: \(problem)"))
                 continue
             }
-            guard let text = String(data: data, encoding: .utf8) else {
+            guard let text = String(validating: bytes, as: UTF8.self) else {
                 builder.errors.append(Diagnostic(file: file, line: 0, message: "is not UTF-8 text"))
                 continue
             }
             builder.parse(text, file: file)
         }
+        builder.errors += listingErrors
         return builder.errors.isEmpty
             ? .loaded(builder.configuration, warnings: builder.warnings) : .rejected(builder.errors)
     }
@@ -93,7 +118,7 @@ private struct Builder {
 
     mutating func parse(_ text: String, file: String) {
         var section: String?
-        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (offset, rawLine) in TextFile.lines(text).enumerated() {
             let line = offset + 1
             let content = rawLine.trimmed
             if content.isEmpty || content.hasPrefix("#") || content.hasPrefix(";") {
@@ -176,13 +201,25 @@ private struct Builder {
         case "Subsystems":
             configuration.trackedSubsystems = words.isEmpty ? [] : configuration.trackedSubsystems + words
         case "TimeoutSec", "DebounceSec", "StopTimeoutSec":
-            guard let milliseconds = TimeSpan.milliseconds(value) else {
-                return "\(key)='\(value)' is not a time span such as 30s, 500ms or 2min"
+            let span: TimeSpan
+            switch TimeSpan.parse(value) {
+            case .success(let parsed): span = parsed
+            case .failure(.notATimeSpan):
+                return "\(key)='\(value)' is not a time span such as 30s, 500ms, 2min or infinity"
+            case .failure(.tooLarge):
+                return "\(key)='\(value)' is longer than 365 days"
+                    + (key == "DebounceSec" ? "" : "; write infinity for no limit")
             }
-            switch key {
-            case "TimeoutSec": configuration.hookTimeoutMilliseconds = milliseconds
-            case "DebounceSec": configuration.debounceMilliseconds = milliseconds
-            default: configuration.stopTimeoutMilliseconds = milliseconds
+            switch (key, span) {
+            // As systemd's TimeoutSec=: 0 and infinity both mean no limit.
+            case ("TimeoutSec", .finite(let milliseconds)): configuration.hookTimeoutMilliseconds = milliseconds
+            case ("TimeoutSec", .infinity): configuration.hookTimeoutMilliseconds = 0
+            case ("DebounceSec", .finite(let milliseconds)): configuration.debounceMilliseconds = milliseconds
+            case ("DebounceSec", .infinity):
+                return "DebounceSec= cannot be infinity: the hooks of a changed link would never run (0 runs them "
+                    + "at once)"
+            case (_, .finite(let milliseconds)): configuration.stopTimeoutMilliseconds = milliseconds
+            case (_, .infinity): configuration.stopTimeoutMilliseconds = nil
             }
         case "Parallelism":
             guard let count = Int(value), (1...64).contains(count) else {

@@ -66,8 +66,10 @@ public final class Daemon: Sendable {
     }
 
     /// Runs until the session exits; returns the exit status. Start-up problems (no netlink socket) are logged
-    /// and give status 1.
+    /// and give status 1. Call it before starting any thread: it blocks the signals the loop handles (see
+    /// ``ProcessSetup``), and a thread started earlier would still take them with the default action.
     public func run() -> Int32 {
+        ProcessSetup.prepare()
         // One malloc arena: glibc gives each thread that contends for the heap an arena of its own, and after a
         // burst each holds its fragments (the RSS then stays far above what the model needs). netdevd's threads
         // allocate little at a time, so sharing one costs nothing measurable.

@@ -15,6 +15,10 @@ final class HookDiscovery: Sendable {
     /// The directories searched, highest priority first.
     let directories: [String]
     private let listings = Locked<[String: Listing]>([:])
+    /// The problem last reported for each directory, so a directory that stays unreadable is said once.
+    private let reported = Locked<[String: String]>([:])
+    /// Told when a hook directory exists but cannot be read: its hooks would otherwise silently not run.
+    private let report: @Sendable (_ directory: String, _ problem: String) -> Void
 
     /// One directory's names, and the identity of the directory they were read from.
     private struct Listing {
@@ -37,8 +41,9 @@ final class HookDiscovery: Sendable {
         }
     }
 
-    init(directories: [String]) {
+    init(directories: [String], report: @escaping @Sendable (_ directory: String, _ problem: String) -> Void) {
         self.directories = directories
+        self.report = report
     }
 
     /// The hooks that would run now, in lexical order; a same-named file in an earlier directory overrides, one
@@ -57,26 +62,36 @@ final class HookDiscovery: Sendable {
         }
     }
 
-    /// The entries of `directory` that may be hooks; none if it does not exist or cannot be read.
+    /// The entries of `directory` that may be hooks; none if it does not exist, and none, reported, if it exists
+    /// but cannot be read.
     private func names(in directory: String) -> [String] {
         var status = stat()
         guard stat(directory, &status) == 0 else {
+            let reason = errno
             listings.withLock { _ = $0.removeValue(forKey: directory) }
+            if reason == ENOENT {
+                reported.withLock { _ = $0.removeValue(forKey: directory) }
+            } else {
+                problem("cannot be examined: \(String(cString: strerror(reason)))", in: directory)
+            }
+            return []
+        }
+        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+            problem("is not a directory", in: directory)
             return []
         }
         let identity = Identity(status)
         if let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
             return listing.names
         }
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if !Self.isLeftover(name) { names.append(name) }
+        let names: [String]
+        switch TextFile.names(in: directory) {
+        case .success(let listed): names = (listed ?? []).filter { !Self.isLeftover($0) }
+        case .failure(let failure):
+            problem("cannot be listed: \(failure)", in: directory)
+            return []
         }
+        reported.withLock { _ = $0.removeValue(forKey: directory) }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         let settled = Int(now.tv_sec) - identity.modifiedSeconds > 1
@@ -84,6 +99,15 @@ final class HookDiscovery: Sendable {
             listings[directory] = settled ? Listing(identity: identity, names: names) : nil
         }
         return names
+    }
+
+    /// Reports `text` about `directory` unless it was the last thing reported about it.
+    private func problem(_ text: String, in directory: String) {
+        let isNew = reported.withLock { reported -> Bool in
+            defer { reported[directory] = text }
+            return reported[directory] != text
+        }
+        if isNew { report(directory, text) }
     }
 
     /// Names that are never hooks: `.` and `..`, hidden files, editor backups and the copies dpkg and ucf leave

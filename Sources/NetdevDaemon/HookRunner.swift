@@ -52,7 +52,12 @@ public final class HookRunner: Sendable {
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
         self.queue = DispatchQueue(label: "netdevd.hooks", target: target)
-        self.discovery = HookDiscovery(directories: directories)
+        self.discovery = HookDiscovery(directories: directories) { directory, problem in
+            log(
+                JournalEntry(
+                    message: "Hook directory \(directory) \(problem): its hooks do not run until it can be read",
+                    priority: .error))
+        }
         self.killGrace = killGrace
         self.log = log
         self.watcher = HookWatcher(queue: queue)

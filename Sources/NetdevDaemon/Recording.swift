@@ -34,22 +34,10 @@ public struct Recording: Sendable, Equatable {
 
     /// The recording in the file at `path`.
     public init(contentsOf path: String) throws(RecordingError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw RecordingError(file: path, line: 0, message: "cannot be read: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else {
-                throw RecordingError(
-                    file: path, line: 0, message: "cannot be read: \(String(cString: strerror(errno)))")
-            }
-            if count == 0 { break }
-            bytes += buffer[..<count]
+        let bytes: [UInt8]
+        switch TextFile.bytes(at: path, limit: 1 << 30) {
+        case .success(let read): bytes = read
+        case .failure(let problem): throw RecordingError(file: path, line: 0, message: "cannot be read: \(problem)")
         }
         try self.init(text: String(decoding: bytes, as: UTF8.self), file: path)
     }
@@ -60,7 +48,7 @@ public struct Recording: Sendable, Equatable {
         var configuration: Configuration?
         var events: [Event] = []
         var earlierRuns = 0
-        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, line) in TextFile.lines(text).enumerated() {
             let data = Data(line.utf8)
             if line.allSatisfy(\.isWhitespace) { continue }
             if line.hasPrefix("{\"start\":") {

@@ -18,8 +18,9 @@ public struct Configuration: Codable, Sendable, Equatable {
     public var debounceMilliseconds: Int
     /// How many subjects may run hooks at the same time.
     public var hookParallelism: Int
-    /// How long a stop waits for running hooks to end after their SIGTERM before SIGKILL, in milliseconds.
-    public var stopTimeoutMilliseconds: Int
+    /// How long a stop waits for running hooks to end after their SIGTERM before SIGKILL, in milliseconds; `nil`
+    /// (`infinity`) waits for them however long they take (the service manager's own stop timeout still applies).
+    public var stopTimeoutMilliseconds: Int?
 
     /// The defaults of DESIGN.md: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
     /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s.
@@ -32,7 +33,7 @@ public struct Configuration: Codable, Sendable, Equatable {
         hookTimeoutMilliseconds: Int = 30_000,
         debounceMilliseconds: Int = 0,
         hookParallelism: Int = 4,
-        stopTimeoutMilliseconds: Int = 10_000
+        stopTimeoutMilliseconds: Int? = 10_000
     ) {
         self.requiredInterfaces = requiredInterfaces
         self.ignoredInterfaces = ignoredInterfaces

@@ -223,7 +223,9 @@ extension Transition {
             // SIGTERM to each run's process group now, SIGKILL after the grace; their ends are awaited (and
             // logged) until the stop timeout.
             effects.append(.cancelHooks(running))
-            effects.append(.startTimer(.stopDeadline, milliseconds: model.configuration.stopTimeoutMilliseconds))
+            if let milliseconds = model.configuration.stopTimeoutMilliseconds {
+                effects.append(.startTimer(.stopDeadline, milliseconds: milliseconds))
+            }
         }
     }
 

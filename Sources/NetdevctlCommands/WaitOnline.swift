@@ -31,7 +31,7 @@ struct WaitOnline: ParsableCommand {
     @Option(help: "The minimum state for links given without one.")
     var minState: String = "routable"
 
-    @Option(help: "How long to wait: a time span such as 2s, 500ms, 1min; 0 waits forever.")
+    @Option(help: "How long to wait: a time span such as 2s, 500ms, 1min; 0 or infinity waits forever.")
     var timeout: String = "120s"
 
     @OptionGroup var options: CommonOptions
@@ -41,8 +41,12 @@ struct WaitOnline: ParsableCommand {
             throw ValidationError(
                 "--min-state must be one of \(OperationalState.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard TimeSpan.milliseconds(timeout) != nil else {
-            throw ValidationError("--timeout '\(timeout)' is not a time span such as 2s, 500ms or 1min")
+        switch TimeSpan.parse(timeout) {
+        case .success: break
+        case .failure(.notATimeSpan):
+            throw ValidationError("--timeout '\(timeout)' is not a time span such as 2s, 500ms, 1min or infinity")
+        case .failure(.tooLarge):
+            throw ValidationError("--timeout '\(timeout)' is longer than 365 days; write infinity to wait forever")
         }
         for interface in interfaces where InterfaceRequirement(parsing: interface) == nil {
             throw ValidationError("--interface '\(interface)' is not NAME or NAME:STATE with a state netdevd knows")
@@ -52,7 +56,8 @@ struct WaitOnline: ParsableCommand {
     func run() throws {
         let requirements = interfaces.compactMap(InterfaceRequirement.init(parsing:))
         let minimum = OperationalState(name: minState) ?? .routable
-        let milliseconds = TimeSpan.milliseconds(timeout) ?? 120_000
+        // infinity, like 0, waits forever.
+        let milliseconds = TimeSpan.milliseconds(timeout) ?? 0
         let client = try options.client()
         let outcome = WaitOutcome()
         if milliseconds > 0 {

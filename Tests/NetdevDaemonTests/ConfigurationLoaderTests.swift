@@ -116,4 +116,105 @@ struct ConfigurationLoaderTests {
         #expect(TimeSpan.milliseconds("5 parsecs") == nil)
         #expect(TimeSpan.milliseconds("-1") == nil)
     }
+
+    @Test("time spans: infinity, days and weeks; nothing too large, negative, NaN or half-written gets through")
+    func timeSpanEdges() {
+        #expect(TimeSpan.parse("infinity") == .success(.infinity))
+        #expect(TimeSpan.parse(" infinity ") == .success(.infinity))
+        #expect(TimeSpan.parse("2d") == .success(.finite(milliseconds: 172_800_000)))
+        #expect(TimeSpan.parse("1w 1d") == .success(.finite(milliseconds: 691_200_000)))
+        #expect(TimeSpan.parse("1.5s") == .success(.finite(milliseconds: 1_500)))
+        #expect(TimeSpan.parse("0") == .success(.finite(milliseconds: 0)))
+        #expect(TimeSpan.parse("365d") == .success(.finite(milliseconds: TimeSpan.maximumMilliseconds)))
+        for tooLarge in ["366d", "99999999999999999999h", String(repeating: "9", count: 400), "53w"] {
+            #expect(TimeSpan.parse(tooLarge) == .failure(.tooLarge), "\(tooLarge)")
+        }
+        for bad in [
+            "inf", "nan", "-1", "-5s", "", " ", ".", "1.2.3s", "5 3s", "3s 5", "1e3", "1e300", "0x10", "٣s", "5 s s",
+        ] {
+            #expect(TimeSpan.parse(bad) == .failure(.notATimeSpan), "\(bad)")
+        }
+    }
+
+    @Test("infinity where systemd takes it (TimeoutSec=, StopTimeoutSec=); too large or infinite elsewhere is an error")
+    func infiniteSettings() {
+        let text = "[Hooks]\nTimeoutSec=infinity\n[Daemon]\nStopTimeoutSec=infinity\n"
+        guard case .loaded(let configuration, _) = ConfigurationLoader.parse(text) else {
+            Issue.record("expected infinity to load")
+            return
+        }
+        #expect(configuration.hookTimeoutMilliseconds == 0)
+        #expect(configuration.stopTimeoutMilliseconds == nil)
+        let bad =
+            "[Hooks]\nTimeoutSec=999999999h\nDebounceSec=infinity\nDebounceSec=400d\n[Daemon]\nStopTimeoutSec=inf\n"
+        #expect(
+            ConfigurationLoader.parse(bad, file: "n.conf")
+                == .rejected([
+                    Diagnostic(
+                        file: "n.conf", line: 2,
+                        message: "TimeoutSec='999999999h' is longer than 365 days; write infinity for no limit"),
+                    Diagnostic(
+                        file: "n.conf", line: 3,
+                        message:
+                            "DebounceSec= cannot be infinity: the hooks of a changed link would never run (0 runs them "
+                            + "at once)"),
+                    Diagnostic(file: "n.conf", line: 4, message: "DebounceSec='400d' is longer than 365 days"),
+                    Diagnostic(
+                        file: "n.conf", line: 6,
+                        message: "StopTimeoutSec='inf' is not a time span such as 30s, 500ms, 2min or infinity"),
+                ]))
+    }
+
+    @Test("CRLF line endings, a lone CR and a UTF-8 byte order mark read as the same file; line numbers stay right")
+    func lineEndings() {
+        let lines = ["# netdevd.conf", "[Hooks]", "TimeoutSec=5s", "", "[Online]", "RequiredInterfaces=eth0"]
+        let expected = ConfigurationLoader.parse(lines.joined(separator: "\n"))
+        guard case .loaded(let configuration, _) = expected else {
+            Issue.record("expected the LF file to load")
+            return
+        }
+        #expect(configuration.hookTimeoutMilliseconds == 5_000)
+        #expect(ConfigurationLoader.parse(lines.joined(separator: "\r\n") + "\r\n") == expected)
+        #expect(ConfigurationLoader.parse("\u{FEFF}" + lines.joined(separator: "\r\n")) == expected)
+        #expect(ConfigurationLoader.parse(lines.joined(separator: "\r")) == expected)
+        #expect(
+            ConfigurationLoader.parse("\u{FEFF}[Hooks]\r\n\r\nParallelism=99\r\n", file: "c.conf")
+                == .rejected([
+                    Diagnostic(file: "c.conf", line: 3, message: "Parallelism='99' must be a number from 1 to 64")
+                ]))
+    }
+
+    @Test("a file or drop-in directory that exists but cannot be read is an error with the reason, never skipped")
+    func unreadable() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-conf-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory + "/netdevd.conf", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // The main file is a directory, the drop-in "directory" a file.
+        try "x".write(toFile: directory + "/netdevd.conf.d", atomically: true, encoding: .utf8)
+        #expect(
+            ConfigurationLoader(mainFile: directory + "/netdevd.conf").load()
+                == .rejected([
+                    Diagnostic(file: directory + "/netdevd.conf", line: 0, message: "cannot be read: Is a directory"),
+                    Diagnostic(
+                        file: directory + "/netdevd.conf.d", line: 0, message: "cannot be listed: Not a directory"),
+                ]))
+        let big = directory + "/big.conf"
+        try Data(repeating: UInt8(ascii: "#"), count: ConfigurationLoader.maximumFileBytes + 1).write(
+            to: URL(fileURLWithPath: big))
+        #expect(
+            ConfigurationLoader(mainFile: big).load()
+                == .rejected([Diagnostic(file: big, line: 0, message: "cannot be read: is larger than 1 MiB")]))
+        if getuid() != 0 {
+            let locked = directory + "/locked.conf"
+            try "[Hooks]\n".write(toFile: locked, atomically: true, encoding: .utf8)
+            chmod(locked, 0)
+            #expect(
+                ConfigurationLoader(mainFile: locked).load()
+                    == .rejected([Diagnostic(file: locked, line: 0, message: "cannot be read: Permission denied")]))
+        } else {
+            print(
+                "ConfigurationLoaderTests.unreadable: running as root, which reads any file; the EACCES case is skipped"
+            )
+        }
+    }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Locking
 import NetdevDaemon
 import NetdevSession
+import Systemd
 import Testing
 
 @Suite("Hook discovery and NETDEVD_JSON")
@@ -46,6 +47,45 @@ struct HookDiscoveryTests {
             #expect(runner.hooks().map(\.name) == ["10-a"], "a /dev/null symlink masks")
             #expect(unlink(directory + "/10-a") == 0)
             #expect(runner.hooks().map(\.name) == [])
+        }
+    }
+
+    @Test(
+        "a hook directory that exists but cannot be read is logged once as an error (its hooks do not run), not skipped"
+    )
+    func unreadableDirectory() throws {
+        try withDirectory { directory in
+            let entries = Locked<[String]>([])
+            let notADirectory = directory + "/hooks.d"
+            #expect(FileManager.default.createFile(atPath: notADirectory, contents: Data()))
+            let runner = HookRunner(directories: [notADirectory, directory + "/missing"]) { entry in
+                entries.withLock { $0.append(entry.value(of: .message) ?? "") }
+            }
+            #expect(runner.hooks().isEmpty)
+            #expect(runner.hooks().isEmpty)
+            #expect(
+                entries.withLock { $0 } == [
+                    "Hook directory \(notADirectory) is not a directory: its hooks do not run until it can be read"
+                ])
+            // Readable again: its hooks run, and a later failure is said again.
+            try FileManager.default.removeItem(atPath: notADirectory)
+            try FileManager.default.createDirectory(atPath: notADirectory, withIntermediateDirectories: false)
+            install(notADirectory + "/10-a")
+            #expect(runner.hooks().map(\.name) == ["10-a"])
+            try FileManager.default.removeItem(atPath: notADirectory)
+            #expect(FileManager.default.createFile(atPath: notADirectory, contents: Data()))
+            #expect(runner.hooks().isEmpty)
+            #expect(entries.withLock { $0.count } == 2)
+            if getuid() != 0 {
+                try FileManager.default.removeItem(atPath: notADirectory)
+                try FileManager.default.createDirectory(atPath: notADirectory, withIntermediateDirectories: false)
+                chmod(notADirectory, 0)
+                defer { chmod(notADirectory, 0o755) }
+                #expect(runner.hooks().isEmpty)
+                #expect(entries.withLock { $0.last }?.contains("cannot be listed: Permission denied") == true)
+            } else {
+                print("HookDiscoveryTests.unreadableDirectory: as root every directory can be listed; EACCES skipped")
+            }
         }
     }
 

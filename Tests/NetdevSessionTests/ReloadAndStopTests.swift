@@ -146,4 +146,21 @@ struct ReloadDuringResyncTests {
             .configurationLoaded(Configuration(trackedSubsystems: model.configuration.trackedSubsystems), warnings: []))
         #expect(!same.effects.contains { if case .enumerate = $0 { true } else { false } })
     }
+
+    @Test("StopTimeoutSec=infinity: running hooks are sent SIGTERM and awaited with no deadline")
+    func stopWithoutDeadline() {
+        var configuration = Configuration()
+        configuration.stopTimeoutMilliseconds = nil
+        var model = Fixture.running(
+            [Link(state: Fixture.state(2, "eth0", carrier: false))], configuration: configuration)
+        model = Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model!
+        let runID = model.hooks.running.values.first!.id
+        let stop = Session.update(model, .signalReceived(.terminate))
+        #expect(stop.effects.contains(.cancelHooks([runID])))
+        #expect(!stop.effects.contains { if case .startTimer(.stopDeadline, _) = $0 { true } else { false } })
+        #expect(stop.model?.phase == .stopping)
+        let killed = HookOutcome(name: "50-slow", status: .killed(signal: 15), durationMilliseconds: 20)
+        let finished = Session.update(stop.model!, .hookRunFinished(HookRunResult(runID: runID, hooks: [killed])))
+        #expect(finished.effects.last == .exit(status: 0))
+    }
 }
