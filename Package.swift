@@ -74,7 +74,7 @@ let package = Package(
             dependencies: ["MobiusCore", .product(name: "HashTreeCollections", package: "swift-collections")],
             swiftSettings: strict
         ),
-        .target(name: "Varlink", dependencies: ["Locking"], swiftSettings: strict),
+        .target(name: "Varlink", dependencies: ["Locking", "CLinux"], swiftSettings: strict),
         // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
         .target(name: "NetdevWire", swiftSettings: strict),
         .target(

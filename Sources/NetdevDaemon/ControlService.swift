@@ -37,8 +37,13 @@ public final class ControlService: Sendable {
         state.withLock(body)
     }
 
-    /// A service with no model yet.
-    public init() {}
+    /// Told when a client is refused a call it may not make (a `Reload` by a user other than root), for the log.
+    private let refused: @Sendable (String) -> Void
+
+    /// A service with no model yet; `refused` hears of calls refused for want of permission.
+    public init(refused: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.refused = refused
+    }
 
     /// The view to connect to the controller: it receives every model and sends `Reload` requests as events.
     public var view: AnyConnectable<Model, Event> {
@@ -150,6 +155,7 @@ public final class ControlService: Sendable {
                 },
                 "Reload": { [self] _, peer, replier in
                     guard peer.uid == 0 else {
+                        refused("Refused Reload from \(peer): only root may reload netdevd")
                         replier.error(
                             "io.netdevd.PermissionDenied",
                             ["reason": .string("Reload needs uid 0; you are uid \(peer.uid)")])

@@ -157,9 +157,21 @@ public final class Daemon: Sendable {
             // own, so it can watch from the loop's queue without a thread hop per model.
             viewQueue: loopQueue
         )
-        let control = ControlService()
+        let control = ControlService { text in
+            if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
+        }
         controller.connectView(control.view)
-        let server = startControlServer(control)
+        let server = startControlServer(control) { notice in
+            let priority: JournalPriority =
+                switch notice.severity {
+                case .error: .error
+                case .warning: .warning
+                case .info: .info
+                }
+            if priority.rawValue <= maximumPriority {
+                journalQueue.append(JournalEntry(message: notice.message, priority: priority))
+            }
+        }
         controller.start()
         #if DEBUG
         // Test builds only: SIGUSR1 blocks the loop queue for 3 s, so a test can see the watchdog pings stop.
@@ -202,7 +214,9 @@ public final class Daemon: Sendable {
 
     /// Serves `io.netdevd` on the socket systemd passed (socket activation) or on `options.socketPath`. A failure
     /// is logged and netdevd goes on without a control socket.
-    private func startControlServer(_ control: ControlService) -> VarlinkServer? {
+    private func startControlServer(
+        _ control: ControlService, notify: @escaping @Sendable (VarlinkNotice) -> Void
+    ) -> VarlinkServer? {
         let listening: Int32
         if let passed = ListenFDs.take().first {
             listening = passed.fileDescriptor
@@ -225,7 +239,7 @@ public final class Daemon: Sendable {
         limits.maximumPendingOutputBytes = options.monitorBufferBytes
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
-            version: "0.1.0", url: "https://github.com/netdevd/netdevd", limits: limits)
+            version: "0.1.0", url: "https://github.com/netdevd/netdevd", limits: limits, notify: notify)
         server.start()
         return server
     }

@@ -91,6 +91,8 @@ public final class VarlinkReplier: Sendable {
 /// One client connection. `@unchecked Sendable`: every stored property is read and written only on the server's
 /// serial queue (`queue`), where all its methods run.
 final class Connection: @unchecked Sendable {
+    /// Who connected (read once, at accept).
+    let peer: VarlinkPeer
     private let fd: Int32
     private weak var server: VarlinkServer?
     private let queue: DispatchQueue
@@ -109,9 +111,13 @@ final class Connection: @unchecked Sendable {
     private var peerFinished = false
     private var waiting: [VarlinkCall] = []
     private var current: VarlinkReplier?
-    private var peer = VarlinkPeer(pid: 0, uid: UInt32.max, gid: UInt32.max)
+    /// Reading stopped because ``VarlinkLimits/maximumPendingCalls`` calls wait (the read source is suspended).
+    private var readPaused = false
+    /// When the connection last read a call or finished one (monotonic nanoseconds).
+    private var lastActivity = Connection.monotonicNanoseconds()
 
-    init(fd: Int32, server: VarlinkServer, queue: DispatchQueue, limits: VarlinkLimits) {
+    init(fd: Int32, peer: VarlinkPeer, server: VarlinkServer, queue: DispatchQueue, limits: VarlinkLimits) {
+        self.peer = peer
         self.fd = fd
         self.server = server
         self.queue = queue
@@ -119,13 +125,18 @@ final class Connection: @unchecked Sendable {
         self.framing = VarlinkFraming(maximumMessageBytes: limits.maximumMessageBytes)
     }
 
+    /// The time it has been idle since (no call in progress or waiting, nothing left to send), or `nil` while busy.
+    var idleSince: UInt64? {
+        current == nil && waiting.isEmpty && output.isEmpty && !isClosed ? lastActivity : nil
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+
     func start() {
-        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (Glibc's module hides it behind _GNU_SOURCE).
-        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
-        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
-        if getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 {
-            peer = VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
-        }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [weak self] in self?.readAvailable() }
         watch(source)
@@ -135,7 +146,7 @@ final class Connection: @unchecked Sendable {
 
     private func readAvailable() {
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while !isClosed {
+        while !isClosed && !readPaused {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count == 0 {
                 peerFinished = true
@@ -148,27 +159,44 @@ final class Connection: @unchecked Sendable {
                 if errno != EAGAIN && errno != EWOULDBLOCK { close() }
                 return
             }
+            lastActivity = Self.monotonicNanoseconds()
             let messages: [[UInt8]]
             do {
                 messages = try framing.append(chunk[0..<count])
             } catch {
-                close()
+                cutOff(because: "sent a message longer than \(limits.maximumMessageBytes) bytes")
                 return
             }
             for message in messages {
                 guard let call = try? JSONDecoder().decode(VarlinkCall.self, from: Data(message)) else {
-                    close()
+                    cutOff(because: "sent a message that is not a Varlink call (JSON with a method)")
                     return
                 }
                 waiting.append(call)
             }
             startNextCall()
+            if waiting.count >= limits.maximumPendingCalls {
+                // Not an offence (Varlink allows pipelining), but nothing more is read until replies are taken: the
+                // client's own send blocks, and what it queued costs netdevd nothing.
+                readPaused = true
+                readSource?.suspend()
+            }
         }
+    }
+
+    /// Closes the connection and says why, naming the peer.
+    private func cutOff(because reason: String) {
+        close()
+        server?.say(.warning, kind: "cut-off", "Closed the control connection of \(peer): it \(reason)")
     }
 
     private func startNextCall() {
         guard current == nil, !waiting.isEmpty, !isClosed, let server else { return }
         let call = waiting.removeFirst()
+        if readPaused && waiting.count < limits.maximumPendingCalls {
+            readPaused = false
+            readSource?.resume()
+        }
         let replier = VarlinkReplier(connection: self, queue: queue, call: call)
         current = replier
         server.dispatch(call, peer: peer, replier: replier)
@@ -182,6 +210,10 @@ final class Connection: @unchecked Sendable {
         guard !isClosed, replier === current else { return }
         if !replier.call.oneway {
             if output.count > limits.maximumPendingOutputBytes {
+                server?.say(
+                    .warning, kind: "slow",
+                    "Closed the control connection of \(peer): it left more than "
+                        + "\(limits.maximumPendingOutputBytes) bytes of replies unread (io.netdevd.ClientTooSlow)")
                 let error = VarlinkReply(parameters: [:], error: "io.netdevd.ClientTooSlow")
                 output += (try? VarlinkFraming.encode(error)) ?? []
                 closeWhenFlushed = true
@@ -195,6 +227,7 @@ final class Connection: @unchecked Sendable {
         }
         if !continues {
             current = nil
+            lastActivity = Self.monotonicNanoseconds()
             startNextCall()
             closeIfDone()
         }
@@ -244,6 +277,11 @@ final class Connection: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        // A suspended source must be resumed to be cancelled (and released) at all.
+        if readPaused {
+            readPaused = false
+            readSource?.resume()
+        }
         readSource?.cancel()
         writeSource?.cancel()
         writeSource = nil

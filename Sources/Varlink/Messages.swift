@@ -122,13 +122,20 @@ public struct VarlinkFraming: Sendable {
         case messageTooLong(Int)
     }
 
-    /// Adds received bytes; returns the complete messages (without their NUL).
+    /// Adds received bytes; returns the complete messages (without their NUL). Only the new bytes are searched, and
+    /// the buffer is shifted once per call, so many small messages in one read cost time in proportion to their size.
     public mutating func append(_ bytes: some Collection<UInt8>) throws(Failure) -> [[UInt8]] {
+        var searchFrom = buffer.count
         buffer.append(contentsOf: bytes)
         var messages: [[UInt8]] = []
-        while let end = buffer.firstIndex(of: 0) {
-            messages.append(Array(buffer[..<end]))
-            buffer.removeSubrange(...end)
+        var start = 0
+        while let end = buffer[searchFrom...].firstIndex(of: 0) {
+            messages.append(Array(buffer[start..<end]))
+            start = end + 1
+            searchFrom = start
+        }
+        if start > 0 {
+            buffer.removeSubrange(..<start)
         }
         if buffer.count > maximumMessageBytes {
             throw .messageTooLong(buffer.count)

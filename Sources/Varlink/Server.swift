@@ -1,3 +1,4 @@
+internal import CLinux
 import Dispatch
 import FoundationEssentials
 import Locking
@@ -7,13 +8,16 @@ import Glibc
 #endif
 
 /// Who is at the other end of a connection (SO_PEERCRED).
-public struct VarlinkPeer: Sendable, Equatable {
+public struct VarlinkPeer: Sendable, Equatable, CustomStringConvertible {
     /// The peer's process id.
     public var pid: Int32
     /// The peer's user id.
     public var uid: UInt32
     /// The peer's group id.
     public var gid: UInt32
+
+    /// `pid 123 (uid 1000)`.
+    public var description: String { "pid \(pid) (uid \(uid))" }
 }
 
 /// One Varlink interface served: its name, its description in Varlink's interface definition language, and its
@@ -37,34 +41,86 @@ public struct VarlinkInterface: Sendable {
 /// A method implementation: answer `call` through `replier` (now or later, once or, for `more`, many times).
 public typealias VarlinkMethod = @Sendable (VarlinkCall, VarlinkPeer, VarlinkReplier) -> Void
 
-/// The server's limits.
+/// The server's limits: what one local client, hostile or broken, can cost the daemon.
+///
+/// Memory per connection is bounded by ``maximumMessageBytes`` (input), ``maximumPendingCalls`` (calls read but
+/// not yet answered; past it the connection is not read until replies are taken, so a client that pipelines
+/// without reading blocks in its own `send`) and ``maximumPendingOutputBytes`` (replies not yet read). The number
+/// of connections is bounded per uid and overall, with root exempt from the overall bound, so one user cannot
+/// lock root's `netdevctl` out.
 public struct VarlinkLimits: Sendable {
     /// The longest message accepted; a longer one closes the connection.
     public var maximumMessageBytes = 1 << 20
-    /// Connections accepted at once; more are closed at once.
+    /// Connections of users other than root accepted at once; more are closed at once.
     public var maximumConnections = 128
+    /// Connections one uid (root included) may have open at once; more are closed at once.
+    public var maximumConnectionsPerUser = 32
+    /// Calls read from one connection and not yet answered; past this, the connection is not read until they are.
+    public var maximumPendingCalls = 64
     /// Replies waiting for a slow reader, in bytes; past this the call gets an error and the connection closes.
     public var maximumPendingOutputBytes = 4 << 20
+    /// How long a connection may stay open with no call in progress before it is closed, in milliseconds; 0
+    /// keeps it open.
+    public var idleTimeoutMilliseconds = 60_000
+    /// How long accepting pauses when the process or the system is out of descriptors (EMFILE, ENFILE), in
+    /// milliseconds. The pending connection stays in the listen queue; a listener left readable meanwhile would
+    /// spin.
+    public var acceptRetryMilliseconds = 1_000
 
-    /// The defaults: 1 MiB messages, 128 connections, 4 MiB of pending output.
+    /// The defaults: 1 MiB messages; 128 connections of non-root users, 32 per uid; 64 pending calls and 4 MiB of
+    /// pending output per connection; 60 s idle; accepting pauses 1 s when out of descriptors.
     public init() {}
+}
+
+/// Something a client did that cost it its connection or a call, or a fault of the server's own, for the log.
+public struct VarlinkNotice: Sendable, Equatable, CustomStringConvertible {
+    /// How much it matters.
+    public enum Severity: Sendable, Equatable {
+        /// The server cannot do its job (it cannot accept connections).
+        case error
+        /// A client was refused or cut off.
+        case warning
+        /// Housekeeping (an idle connection closed).
+        case info
+    }
+
+    /// How much it matters.
+    public var severity: Severity
+    /// What happened, in words, naming the peer when there is one.
+    public var message: String
+
+    /// `message`.
+    public var description: String { message }
 }
 
 /// A Varlink server on an AF_UNIX stream socket: NUL-terminated JSON calls and replies, `org.varlink.service`
 /// built in, per-connection peer credentials and limits. All connection state lives on the server's serial
 /// queue; method implementations may reply from any thread. A bad client (invalid JSON, an oversized message,
-/// a slow reader) loses its connection; everyone else is served on.
+/// a slow reader, a connection idle too long) loses its connection, with a ``VarlinkNotice`` saying so; everyone
+/// else is served on. Notices of one kind are said at most once per 10 s, with a count of those held back.
 public final class VarlinkServer: Sendable {
     private let queue = DispatchQueue(label: "varlink.server")
     private let listener: Int32
     private let interfaces: [String: VarlinkInterface]
-    private let limits: VarlinkLimits
+    let limits: VarlinkLimits
     private let info: [String: JSONValue]
     private let state = Locked<ServerState>(ServerState())
+    private let notify: @Sendable (VarlinkNotice) -> Void
 
     private struct ServerState {
         var source: SourceBox?
         var connections: [ObjectIdentifier: Connection] = [:]
+        /// Open connections per uid.
+        var perUser: [UInt32: Int] = [:]
+        /// Connections of users other than root.
+        var nonRoot = 0
+        /// Sweeps idle connections while any is open.
+        var sweeper: SourceBox?
+        /// Accepting is paused (out of descriptors).
+        var acceptPaused = false
+        /// Per kind of notice: when one was last said (monotonic ns), and how many were held back since.
+        var throttled: [String: (said: UInt64, heldBack: Int)] = [:]
+        var stopped = false
     }
 
     /// Serves `interfaces` on the already listening socket `fileDescriptor` (socket activation).
@@ -75,10 +131,12 @@ public final class VarlinkServer: Sendable {
         product: String,
         version: String,
         url: String,
-        limits: VarlinkLimits = VarlinkLimits()
+        limits: VarlinkLimits = VarlinkLimits(),
+        notify: @escaping @Sendable (VarlinkNotice) -> Void = { _ in }
     ) {
         listener = fileDescriptor
         self.limits = limits
+        self.notify = notify
         var all = Dictionary(interfaces.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         info = [
             "vendor": .string(vendor), "product": .string(product), "version": .string(version), "url": .string(url),
@@ -128,14 +186,20 @@ public final class VarlinkServer: Sendable {
 
     /// Stops accepting and closes every connection.
     public func stop() {
-        let (source, connections) = state.withLock { state in
+        let (source, paused, sweeper, connections) = state.withLock { state in
             defer {
                 state.source = nil
+                state.sweeper = nil
                 state.connections = [:]
+                state.stopped = true
+                state.acceptPaused = false
             }
-            return (state.source, Array(state.connections.values))
+            return (state.source, state.acceptPaused, state.sweeper, Array(state.connections.values))
         }
+        // A suspended source must be resumed to be cancelled (and released) at all.
+        if paused { source?.resume() }
         source?.cancel()
+        sweeper?.cancel()
         queue.async {
             for connection in connections { connection.close() }
         }
@@ -146,24 +210,147 @@ public final class VarlinkServer: Sendable {
         state.withLock { $0.connections.count }
     }
 
+    /// Accepts every pending connection (on the queue). Each is admitted or closed at once by the per-uid and
+    /// overall limits; running out of descriptors pauses accepting for a while instead of spinning on a listener
+    /// that stays readable.
     private func acceptAll() {
         while true {
-            let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { return }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            guard connectionCount < limits.maximumConnections else {
-                close(fd)
+            let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard fd >= 0 else {
+                switch errno {
+                case EINTR, ECONNABORTED, EPROTO: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM: pauseAccepting(reason: errno)
+                default: break
+                }
+                return
+            }
+            let peer = Self.peerCredentials(of: fd)
+            if let refusal = admit(peer) {
+                Glibc.close(fd)
+                say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
             }
-            let connection = Connection(fd: fd, server: self, queue: queue, limits: limits)
-            state.withLock { $0.connections[ObjectIdentifier(connection)] = connection }
+            let connection = Connection(fd: fd, peer: peer, server: self, queue: queue, limits: limits)
+            let startSweeping = state.withLock { state -> Bool in
+                state.connections[ObjectIdentifier(connection)] = connection
+                return state.sweeper == nil && limits.idleTimeoutMilliseconds > 0
+            }
+            if startSweeping { sweepIdleConnections() }
             connection.start()
         }
     }
 
+    /// Counts `peer` in if the limits allow; otherwise says why not.
+    private func admit(_ peer: VarlinkPeer) -> String? {
+        state.withLock { state -> String? in
+            guard !state.stopped else { return "the server is stopping" }
+            let own = state.perUser[peer.uid, default: 0]
+            if own >= limits.maximumConnectionsPerUser {
+                return "uid \(peer.uid) already has \(own) connections open (the limit per user)"
+            }
+            if peer.uid != 0 && state.nonRoot >= limits.maximumConnections {
+                return
+                    "\(state.nonRoot) connections of users other than root are open (their limit; root still has room)"
+            }
+            state.perUser[peer.uid] = own + 1
+            if peer.uid != 0 { state.nonRoot += 1 }
+            return nil
+        }
+    }
+
+    private func pauseAccepting(reason: Int32) {
+        let source = state.withLock { state -> SourceBox? in
+            guard !state.acceptPaused, !state.stopped else { return nil }
+            state.acceptPaused = true
+            return state.source
+        }
+        guard let source else { return }
+        source.suspend()
+        say(
+            .error, kind: "accept",
+            "Cannot accept control connections: \(String(cString: strerror(reason))); trying again in "
+                + "\(limits.acceptRetryMilliseconds) ms")
+        queue.asyncAfter(deadline: .now() + .milliseconds(limits.acceptRetryMilliseconds)) { [weak self] in
+            guard let self else { return }
+            let resume = state.withLock { state -> SourceBox? in
+                guard state.acceptPaused, !state.stopped else { return nil }
+                state.acceptPaused = false
+                return state.source
+            }
+            resume?.resume()
+        }
+    }
+
+    /// Closes connections idle past the limit, every half limit, for as long as any connection is open (an idle
+    /// netdevd has no connection and so no timer).
+    private func sweepIdleConnections() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = DispatchTimeInterval.milliseconds(max(limits.idleTimeoutMilliseconds / 2, 10))
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            let now = Connection.monotonicNanoseconds()
+            let (connections, stopSweeping) = state.withLock { state -> ([Connection], SourceBox?) in
+                guard !state.connections.isEmpty else {
+                    defer { state.sweeper = nil }
+                    return ([], state.sweeper)
+                }
+                return (Array(state.connections.values), nil)
+            }
+            stopSweeping?.cancel()
+            let limit = UInt64(limits.idleTimeoutMilliseconds) * 1_000_000
+            let milliseconds = limits.idleTimeoutMilliseconds
+            let idleLimit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+            for connection in connections where connection.idleSince.map({ now - $0 >= limit }) == true {
+                connection.close()
+                say(
+                    .info, kind: "idle",
+                    "Closed the control connection of \(connection.peer): no call for \(idleLimit)")
+            }
+        }
+        state.withLock { $0.sweeper = SourceBox(timer) }
+        timer.resume()
+    }
+
+    /// Says `message`, unless one of the same `kind` was said within 10 s (then it is counted, and the count goes
+    /// with the next one said).
+    func say(_ severity: VarlinkNotice.Severity, kind: String, _ message: String) {
+        let now = Connection.monotonicNanoseconds()
+        let heldBack = state.withLock { state -> Int? in
+            let last = state.throttled[kind]
+            if let last, now - last.said < 10_000_000_000 {
+                state.throttled[kind]?.heldBack += 1
+                return nil
+            }
+            state.throttled[kind] = (now, 0)
+            return last?.heldBack ?? 0
+        }
+        guard let heldBack else { return }
+        notify(
+            VarlinkNotice(
+                severity: severity,
+                message: message + (heldBack > 0 ? " (and \(heldBack) more like it in the last 10 s)" : "")))
+    }
+
     func closed(_ connection: Connection) {
-        state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+        state.withLock { state in
+            guard state.connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+            let uid = connection.peer.uid
+            state.perUser[uid] = (state.perUser[uid] ?? 1) - 1
+            if state.perUser[uid] == 0 { state.perUser[uid] = nil }
+            if uid != 0 { state.nonRoot -= 1 }
+        }
+    }
+
+    /// Who is at the other end of `fd` (SO_PEERCRED); uid `UInt32.max` when the kernel does not say.
+    private static func peerCredentials(of fd: Int32) -> VarlinkPeer {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (Glibc's module hides it behind _GNU_SOURCE).
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else {
+            return VarlinkPeer(pid: 0, uid: UInt32.max, gid: UInt32.max)
+        }
+        return VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
     }
 
     /// Routes one call; runs on the server queue.
@@ -261,5 +448,13 @@ final class SourceBox: @unchecked Sendable {
 
     func cancel() {
         source.cancel()
+    }
+
+    func suspend() {
+        source.suspend()
+    }
+
+    func resume() {
+        source.resume()
     }
 }

@@ -8,6 +8,7 @@ final class TestServer {
     let path = NSTemporaryDirectory() + "varlink-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
     let server: VarlinkServer
     let ticks = Ticks()
+    let notices = Protected<[VarlinkNotice]>([])
 
     init(limits: VarlinkLimits = VarlinkLimits()) throws {
         let ticks = self.ticks
@@ -32,7 +33,8 @@ final class TestServer {
         )
         server = VarlinkServer(
             listening: try VarlinkServer.listen(on: path), interfaces: [interface], vendor: "test", product: "test",
-            version: "1", url: "https://example.org", limits: limits)
+            version: "1", url: "https://example.org", limits: limits
+        ) { [notices] notice in notices.withLock { $0.append(notice) } }
         server.start()
     }
 
@@ -43,6 +45,11 @@ final class TestServer {
                 ["n": .number(Double(n)), "padding": .string(String(repeating: "x", count: 1000))], continues: continues
             )
         }
+    }
+
+    /// The notices' messages so far.
+    var noticeMessages: [String] {
+        notices.withLock { $0.map(\.message) }
     }
 
     deinit {
@@ -226,10 +233,10 @@ struct ProtocolTests {
         #expect(server.ticks.all.first?.isCancelled == true)
     }
 
-    @Test("connections over the limit are closed at once")
+    @Test("connections over the per-user limit are closed at once")
     func connectionLimit() throws {
         var limits = VarlinkLimits()
-        limits.maximumConnections = 2
+        limits.maximumConnectionsPerUser = 2
         let server = try TestServer(limits: limits)
         let first = try VarlinkClient(path: server.path)
         let second = try VarlinkClient(path: server.path)
@@ -238,5 +245,108 @@ struct ProtocolTests {
         let third = RawConnection(server.path)
         third.write(#"{"method":"org.example.test.Empty"}"#)
         #expect(third.readToClose() == ("", true))
+    }
+
+    @Test("the connection limits: per uid for everyone, overall for users other than root; each refusal is said")
+    func perUserLimit() throws {
+        var limits = VarlinkLimits()
+        limits.maximumConnections = 1
+        limits.maximumConnectionsPerUser = 3
+        let server = try TestServer(limits: limits)
+        let clients = try (0..<3).map { _ in try VarlinkClient(path: server.path) }
+        if getuid() == 0 {
+            // Root is not held to the overall limit of 1: all three are served.
+            for client in clients { #expect(try client.call("org.example.test.Empty") == [:]) }
+        } else {
+            print("VarlinkTests.perUserLimit: not root, so the overall limit applies (root's exemption not tested)")
+            #expect(try clients[0].call("org.example.test.Empty") == [:])
+        }
+        for _ in 0..<3 {
+            let refused = RawConnection(server.path)
+            refused.write(#"{"method":"org.example.test.Empty"}"#)
+            #expect(refused.readToClose() == ("", true))
+        }
+        // Said once, with the refusals held back counted in the next one said (10 s later at the earliest).
+        let said = server.noticeMessages.filter { $0.hasPrefix("Refused a control connection from pid ") }
+        #expect(said.count == 1)
+        #expect(said.first?.contains("(uid \(getuid()))") == true)
+        withExtendedLifetime(clients) {}
+    }
+
+    @Test("a client that pipelines without reading is read no further than the pending-call limit; nothing is lost")
+    func pipelining() throws {
+        var limits = VarlinkLimits()
+        limits.maximumPendingCalls = 8
+        let server = try TestServer(limits: limits)
+        let client = RawConnection(server.path)
+        client.write(#"{"method":"org.example.test.Ticks","more":true}"#)
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        // 100 MB of calls behind a call that never ends, written until the socket stays full for half a second.
+        let call = Array(#"{"method":"org.example.test.Empty"}"#.utf8) + [0]
+        let chunk = Array([[UInt8]](repeating: call, count: 65536 / call.count).joined())
+        _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
+        var written = 0
+        while written < 100_000_000 {
+            let count = chunk.withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count > 0 {
+                written += count
+                continue
+            }
+            var ready = pollfd(fd: client.fd, events: Int16(POLLOUT), revents: 0)
+            if poll(&ready, 1, 500) == 0 { break }
+        }
+        #expect(written < 8_000_000, "the server read \(written) bytes of calls it could not answer yet")
+        // The monitor ends: every complete call written is answered, in order.
+        server.tick(1, continues: false)
+        _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) & ~O_NONBLOCK)
+        shutdown(client.fd, Int32(SHUT_WR))
+        let (text, closed) = client.readToClose()
+        #expect(closed)
+        let replies = text.split(separator: "\0")
+        #expect(replies.count == 2 + written / call.count, "replies: \(replies.count), calls: \(written / call.count)")
+    }
+
+    @Test("a connection with no call in progress for the idle limit is closed and said; a running call keeps it")
+    func idleTimeout() throws {
+        var limits = VarlinkLimits()
+        limits.idleTimeoutMilliseconds = 300
+        let server = try TestServer(limits: limits)
+        let idle = RawConnection(server.path)
+        let monitor = RawConnection(server.path)
+        monitor.write(#"{"method":"org.example.test.Ticks","more":true}"#)
+        let start = Date()
+        #expect(idle.readToClose() == ("", true))
+        #expect(Date().timeIntervalSince(start) < 2)
+        usleep(400_000)
+        server.tick(1, continues: false)
+        _ = monitor
+        #expect(
+            server.noticeMessages.contains {
+                $0.hasPrefix("Closed the control connection of pid ") && $0.hasSuffix("no call for 300 ms")
+            })
+        #expect(server.server.connectionCount == 1)
+    }
+
+    @Test("a message over the limit and one that is not a call close their connection, and each is said")
+    func offendersSaid() throws {
+        var limits = VarlinkLimits()
+        limits.maximumMessageBytes = 1024
+        let server = try TestServer(limits: limits)
+        let huge = RawConnection(server.path)
+        huge.write(String(repeating: "a", count: 4096), terminated: false)
+        #expect(huge.readToClose().closed)
+        #expect(
+            server.noticeMessages.contains { $0.hasSuffix(": it sent a message longer than 1024 bytes") },
+            "\(server.noticeMessages)")
+    }
+
+    @Test("many small calls in one read all come out, and a message split across reads is joined")
+    func framingManyMessages() throws {
+        var framing = VarlinkFraming(maximumMessageBytes: 1 << 20)
+        let message = Array(#"{"method":"a.b"}"#.utf8) + [0]
+        let bytes = Array([[UInt8]](repeating: message, count: 50_000).joined())
+        let messages = try framing.append(bytes[..<(bytes.count - 5)])
+        #expect(messages.count == 49_999)
+        #expect(try framing.append(bytes[(bytes.count - 5)...]).count == 1)
     }
 }

@@ -7,12 +7,17 @@
 // - pipe2(2), which glibc declares only under _GNU_SOURCE: a pipe that is close-on-exec from creation, so a
 //   process spawned by another thread at that moment cannot inherit it;
 // - posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34), also _GNU_SOURCE only: a hook gets its standard
-//   descriptors and nothing netdevd inherited without close-on-exec.
+//   descriptors and nothing netdevd inherited without close-on-exec;
+// - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
+//   creation.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/timerfd.h>
 #include <spawn.h>
 
+#include <sys/socket.h>
+
 extern int pipe2(int pipefd[2], int flags);
+extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
