@@ -293,5 +293,9 @@ public final class ControlService: Sendable {
 
         # The monitor's client read too slowly; its connection is closed.
         error ClientTooSlow ()
+
+        # The connection was refused: the caller's user, or all users other than root, hold as many connections as
+        # netdevd allows. Sent in answer to the first call, then the connection is closed.
+        error TooManyConnections (reason: string)
         """
 }

@@ -103,12 +103,15 @@ public final class Daemon: Sendable {
             ? " (auto: udevd is not running, so raw kernel uevents without udev's properties)" : ""
         log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
         if !monitor.receiveBufferRaised {
-            let limit =
-                (try? String(contentsOfFile: "/proc/sys/net/core/rmem_max", encoding: .utf8))?
-                .trimmed ?? "?"
+            // Unreadable in some sandboxes (ProcSubset=pid): then the value is left out, not shown as "?".
+            let limit: String
+            switch TextFile.bytes(at: "/proc/sys/net/core/rmem_max", limit: 64) {
+            case .success(let bytes): limit = "=" + String(decoding: bytes, as: UTF8.self).trimmed
+            case .failure: limit = ""
+            }
             log(
                 6,
-                "Receive buffers stay at the kernel's limit (net.core.rmem_max=\(limit), doubled) instead of "
+                "Receive buffers stay at the kernel's limit (net.core.rmem_max\(limit), doubled) instead of "
                     + "\(options.receiveBufferBytes) bytes: raising them needs CAP_NET_ADMIN. A burst larger than "
                     + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
         }

@@ -142,7 +142,10 @@ public final class VarlinkClient {
             }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw .disconnected
+                // The service closed first (EPIPE): what it sent before closing, such as the error that says why
+                // it refused the connection, is still there to read, and the reply read next reports it (or the
+                // disconnection).
+                return
             }
             offset += written
         }

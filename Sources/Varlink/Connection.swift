@@ -130,6 +130,16 @@ final class Connection: @unchecked Sendable {
         current == nil && waiting.isEmpty && output.isEmpty && !isClosed ? lastActivity : nil
     }
 
+    /// Closes the connection if the client has gone while reading is paused (its end-of-file is not read then, and
+    /// a call in progress, such as a Monitor, would otherwise keep the connection forever). On the queue.
+    func closeIfPeerGone() {
+        guard readPaused, !isClosed else { return }
+        // POLLRDHUP (0x2000): the peer shut down or closed its end.
+        var status = pollfd(fd: fd, events: Int16(0x2000), revents: 0)
+        guard poll(&status, 1, 0) == 1, status.revents & Int16(0x2000 | POLLHUP | POLLERR) != 0 else { return }
+        close()
+    }
+
     static func monotonicNanoseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)

@@ -46,15 +46,18 @@ public typealias VarlinkMethod = @Sendable (VarlinkCall, VarlinkPeer, VarlinkRep
 /// Memory per connection is bounded by ``maximumMessageBytes`` (input), ``maximumPendingCalls`` (calls read but
 /// not yet answered; past it the connection is not read until replies are taken, so a client that pipelines
 /// without reading blocks in its own `send`) and ``maximumPendingOutputBytes`` (replies not yet read). The number
-/// of connections is bounded per uid and overall, with root exempt from the overall bound, so one user cannot
-/// lock root's `netdevctl` out.
+/// of connections is bounded per uid and overall, with root counted apart, so no other user can lock root's
+/// `netdevctl` out.
 public struct VarlinkLimits: Sendable {
     /// The longest message accepted; a longer one closes the connection.
     public var maximumMessageBytes = 1 << 20
-    /// Connections of users other than root accepted at once; more are closed at once.
+    /// Connections of users other than root accepted at once; more are refused.
     public var maximumConnections = 128
-    /// Connections one uid (root included) may have open at once; more are closed at once.
+    /// Connections one uid other than root may have open at once; more are refused.
     public var maximumConnectionsPerUser = 32
+    /// Connections root may have open at once, counted apart from everyone else's: whatever other users hold,
+    /// root has this many; more are refused.
+    public var maximumRootConnections = 512
     /// Calls read from one connection and not yet answered; past this, the connection is not read until they are.
     public var maximumPendingCalls = 64
     /// Replies waiting for a slow reader, in bytes; past this the call gets an error and the connection closes.
@@ -67,8 +70,8 @@ public struct VarlinkLimits: Sendable {
     /// spin.
     public var acceptRetryMilliseconds = 1_000
 
-    /// The defaults: 1 MiB messages; 128 connections of non-root users, 32 per uid; 64 pending calls and 4 MiB of
-    /// pending output per connection; 60 s idle; accepting pauses 1 s when out of descriptors.
+    /// The defaults: 1 MiB messages; 128 connections of non-root users, 32 per uid, and 512 of root's; 64 pending
+    /// calls and 4 MiB of pending output per connection; 60 s idle; accepting pauses 1 s when out of descriptors.
     public init() {}
 }
 
@@ -226,6 +229,13 @@ public final class VarlinkServer: Sendable {
             }
             let peer = Self.peerCredentials(of: fd)
             if let refusal = admit(peer) {
+                // The answer to whatever the client sends first, so it can say why (best effort: the socket is new
+                // and empty, and AF_UNIX keeps what was sent readable after the close).
+                let error = VarlinkReply(
+                    parameters: ["reason": .string(refusal)], error: "io.netdevd.TooManyConnections")
+                if let bytes = try? VarlinkFraming.encode(error) {
+                    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
                 Glibc.close(fd)
                 say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
@@ -245,15 +255,22 @@ public final class VarlinkServer: Sendable {
         state.withLock { state -> String? in
             guard !state.stopped else { return "the server is stopping" }
             let own = state.perUser[peer.uid, default: 0]
-            if own >= limits.maximumConnectionsPerUser {
-                return "uid \(peer.uid) already has \(own) connections open (the limit per user)"
-            }
-            if peer.uid != 0 && state.nonRoot >= limits.maximumConnections {
-                return
-                    "\(state.nonRoot) connections of users other than root are open (their limit; root still has room)"
+            if peer.uid == 0 {
+                if own >= limits.maximumRootConnections {
+                    return "root already has \(own) connections open (root's limit)"
+                }
+            } else {
+                if own >= limits.maximumConnectionsPerUser {
+                    return "uid \(peer.uid) already has \(own) connections open (the limit per user)"
+                }
+                if state.nonRoot >= limits.maximumConnections {
+                    return
+                        "\(state.nonRoot) connections of users other than root are open (their limit; root still has "
+                        + "room)"
+                }
+                state.nonRoot += 1
             }
             state.perUser[peer.uid] = own + 1
-            if peer.uid != 0 { state.nonRoot += 1 }
             return nil
         }
     }
@@ -281,8 +298,8 @@ public final class VarlinkServer: Sendable {
         }
     }
 
-    /// Closes connections idle past the limit, every half limit, for as long as any connection is open (an idle
-    /// netdevd has no connection and so no timer).
+    /// Closes connections idle past the limit, and those whose client left while they were not being read, every
+    /// half limit, for as long as any connection is open (an idle netdevd has no connection and so no timer).
     private func sweepIdleConnections() {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = DispatchTimeInterval.milliseconds(max(limits.idleTimeoutMilliseconds / 2, 10))
@@ -301,6 +318,7 @@ public final class VarlinkServer: Sendable {
             let limit = UInt64(limits.idleTimeoutMilliseconds) * 1_000_000
             let milliseconds = limits.idleTimeoutMilliseconds
             let idleLimit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+            for connection in connections { connection.closeIfPeerGone() }
             for connection in connections where connection.idleSince.map({ now - $0 >= limit }) == true {
                 connection.close()
                 say(

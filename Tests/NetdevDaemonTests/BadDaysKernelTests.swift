@@ -1,6 +1,7 @@
 import Foundation
 import KernelTestSupport
 import Testing
+import Varlink
 
 /// netdevd started the way systemd starts a service: an empty signal mask, default dispositions (the test
 /// runner's own children inherit SIGTERM blocked, which would hide what netdevd does with a signal), and standard
@@ -161,5 +162,194 @@ struct BadDaysKernelTests {
                 #expect(describe(daemon.waitStatus()) == "exited 0", "\(standardError)")
             }
         }
+    }
+
+    /// The resident set of `pid` in KiB (VmRSS).
+    static func residentKiB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// User plus system CPU time of `pid` so far, in clock ticks.
+    static func cpuTicks(_ pid: Int32) -> Int {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th of them.
+        let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+        return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+    }
+
+    /// Runs the hostile client as `nobody`; returns its JSON line.
+    static func hostile(_ socket: String, _ mode: String, _ amount: Int) throws -> [String: Any] {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Harness/hostile-client.py").path
+        let output = try run(
+            [
+                "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script, socket,
+                mode,
+                String(amount),
+            ])
+        return try #require(try jsonObjects(output).first)
+    }
+
+    @Test(
+        "hostile local clients (1,000 idle connections, 100 MB pipelined behind a Monitor, a 100 MB message, a non-root Reload): bounded memory, root served, each said"
+    )
+    func hostileClients() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        chmod(daemon.directory, 0o755)
+        let pid = daemon.process.processIdentifier
+        let socket = ["--socket", daemon.socket]
+        let baseline = Self.residentKiB(pid)
+        let peak = Protected(baseline)
+        let sampling = Protected(true)
+        let sampler = Thread {
+            while sampling.withLock({ $0 }) {
+                let now = Self.residentKiB(pid)
+                peak.withLock { $0 = max($0, now) }
+                usleep(20_000)
+            }
+        }
+        sampler.start()
+        defer { sampling.withLock { $0 = false } }
+
+        // 1,000 connections from one user who never calls: 32 stay, the rest are closed at once.
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Harness/hostile-client.py").path
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        holder.arguments = [
+            "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script, daemon.socket,
+            "connections",
+            "1000",
+        ]
+        let holderInput = Pipe()
+        let holderOutput = Pipe()
+        holder.standardInput = holderInput
+        holder.standardOutput = holderOutput
+        try holder.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let more = holderOutput.fileHandleForReading.availableData
+            if more.isEmpty { break }
+            line += more
+        }
+        let held = try #require(try jsonObjects(String(decoding: line, as: UTF8.self)).first)
+        #expect(held["still_open"] as? Int == 32, "\(held)")
+        #expect(try netdevctl(["links"] + socket).status == 0, "root is served while another user holds its limit")
+        let refused = try netdevctl(["links"] + socket, as: "65534")
+        #expect(refused.status != 0)
+        #expect(
+            refused.errors.contains(
+                #"io.netdevd.TooManyConnections {"reason":"uid 65534 already has 32 connections open"#),
+            "\(refused.errors)")
+        print("hostileClients: a 33rd connection of the same user: \(refused.errors)")
+        try holderInput.fileHandleForWriting.close()
+        holder.waitUntilExit()
+        let afterConnections = Self.residentKiB(pid)
+
+        // 100 MB of GetState calls pipelined behind a Monitor: netdevd stops reading at 64 pending calls.
+        let pipelined = try Self.hostile(daemon.socket, "pipeline", 100_000_000)
+        #expect(pipelined["outcome"] as? String == "socket full (netdevd stopped reading)", "\(pipelined)")
+        #expect((pipelined["written"] as? Int ?? .max) < 8_000_000, "\(pipelined)")
+
+        // One 100 MB message: closed once it passes 1 MiB.
+        let huge = try Self.hostile(daemon.socket, "huge", 100_000_000)
+        #expect(huge["outcome"] as? String == "closed by netdevd", "\(huge)")
+        #expect((huge["written"] as? Int ?? .max) < 8_000_000, "\(huge)")
+
+        // Reload by a user other than root: a Varlink error, and a journal line.
+        let reload = try netdevctl(["reload"] + socket, as: "65534")
+        #expect(reload.status != 0)
+        #expect(reload.errors.contains("uid 0"), "\(reload.errors)")
+        #expect(try netdevctl(["links"] + socket).status == 0)
+
+        let messages = try journal(of: daemon, "SYSLOG_IDENTIFIER", "netdevd") { entries in
+            entries.contains { ($0["MESSAGE"] as? String)?.hasPrefix("Refused Reload from") == true }
+        }.compactMap { $0["MESSAGE"] as? String }
+        let nobody = "(uid 65534)"
+        #expect(messages.contains { $0.hasPrefix("Refused a control connection from pid ") && $0.contains(nobody) })
+        #expect(
+            messages.contains { $0.contains(nobody) && $0.hasSuffix("it sent a message longer than 1048576 bytes") })
+        #expect(messages.contains { $0.hasPrefix("Refused Reload from pid ") && $0.contains(nobody) })
+        sampling.withLock { $0 = false }
+        let highest = peak.withLock { $0 }
+        print(
+            "hostileClients: RSS baseline \(baseline) KiB, after 1,000 connections \(afterConnections) KiB, peak "
+                + "\(highest) KiB, end \(Self.residentKiB(pid)) KiB; pipelined \(pipelined["written"] ?? 0) bytes "
+                + "taken, "
+                + "huge message \(huge["written"] ?? 0) bytes taken")
+        #expect(highest - baseline < 24 * 1024, "netdevd grew by \(highest - baseline) KiB")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("out of descriptors: accepting pauses (no spinning on a readable listener), is said, and resumes")
+    func outOfDescriptors() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let pid = daemon.process.processIdentifier
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        // Room for two more descriptors: the third connection cannot be accepted.
+        // The soft limit only: lowering the hard one could not be undone.
+        try run("prlimit", "--pid", String(pid), "--nofile=\(open + 2):")
+        let clients = try (0..<6).map { _ in try VarlinkClient(path: daemon.socket) }
+        usleep(300_000)
+        let before = Self.cpuTicks(pid)
+        sleep(2)
+        let spent = Self.cpuTicks(pid) - before
+        #expect(spent < 20, "netdevd used \(spent) ticks of CPU in 2 s with a connection it cannot accept")
+        let said = try journal(of: daemon, "SYSLOG_IDENTIFIER", "netdevd") { entries in
+            entries.contains { ($0["MESSAGE"] as? String)?.hasPrefix("Cannot accept control connections") == true }
+        }
+        let message = said.compactMap { $0["MESSAGE"] as? String }.first { $0.hasPrefix("Cannot accept") }
+        #expect(message == "Cannot accept control connections: Too many open files; trying again in 1000 ms")
+        withExtendedLifetime(clients) {}
+        try run("prlimit", "--pid", String(pid), "--nofile=1024:")
+        let served = waitUntil(timeout: 5) {
+            (try? netdevctl(["links", "--socket", daemon.socket]).status) == 0
+        }
+        #expect(served, "accepting did not resume")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("descriptor hygiene: hooks running while clients connect and other hooks run see only 0, 1 and 2, every run")
+    func hooksSeeOnlyStandardDescriptors() throws {
+        let output = NSTemporaryDirectory() + "netdevd-fds-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        // ls's own descriptors: 0, 1 (the pipe to the shell), 2 and the directory it reads (3). One write per run
+        // (O_APPEND), so runs at the same time do not interleave.
+        let daemon = try RunningDaemon(
+            hook: "#!/bin/sh\nprintf '%s: %s\\n' \"$1\" \"$(ls /proc/self/fd | tr '\\n' ' ')\" >> \(output)\n",
+            configuration: "[Hooks]\nParallelism=8\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let connecting = Protected(true)
+        let socket = daemon.socket
+        let clients = Thread {
+            while connecting.withLock({ $0 }) {
+                _ = try? VarlinkClient(path: socket).call("io.netdevd.ListLinks")
+            }
+        }
+        clients.start()
+        let pairs = 40
+        try ipBatch((0..<pairs).map { "link add fd\($0)a type veth peer name fd\($0)b" })
+        try ipBatch((0..<pairs).map { "link del fd\($0)a" })
+        // Every link and device added and removed: 4 runs per link, 2 links per pair.
+        let runs = 8 * pairs
+        let finished = waitUntil(timeout: 60) {
+            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").count >= runs
+        }
+        connecting.withLock { $0 = false }
+        let lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(finished, "\(lines.count) hook runs of \(runs)")
+        let strays = lines.filter { !$0.hasSuffix(": 0 1 2 3 ") }
+        let events = Dictionary(grouping: lines, by: { $0.split(separator: ":").first ?? "" }).mapValues(\.count)
+        print("hooksSeeOnlyStandardDescriptors: runs by event: \(events)")
+        #expect(strays.isEmpty, "runs that saw more than 0-2 (and ls's 3): \(strays.prefix(5))")
+        print("hooksSeeOnlyStandardDescriptors: \(lines.count) hook runs, \(strays.count) with other descriptors")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
     }
 }

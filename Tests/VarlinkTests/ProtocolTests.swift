@@ -237,6 +237,7 @@ struct ProtocolTests {
     func connectionLimit() throws {
         var limits = VarlinkLimits()
         limits.maximumConnectionsPerUser = 2
+        limits.maximumRootConnections = 2
         let server = try TestServer(limits: limits)
         let first = try VarlinkClient(path: server.path)
         let second = try VarlinkClient(path: server.path)
@@ -244,14 +245,15 @@ struct ProtocolTests {
         #expect(try second.call("org.example.test.Empty") == [:])
         let third = RawConnection(server.path)
         third.write(#"{"method":"org.example.test.Empty"}"#)
-        #expect(third.readToClose() == ("", true))
+        #expect(third.readToClose().closed)
     }
 
-    @Test("the connection limits: per uid for everyone, overall for users other than root; each refusal is said")
+    @Test("the connection limits: root's apart, per uid and overall for other users; each refusal is answered and said")
     func perUserLimit() throws {
         var limits = VarlinkLimits()
         limits.maximumConnections = 1
         limits.maximumConnectionsPerUser = 3
+        limits.maximumRootConnections = 3
         let server = try TestServer(limits: limits)
         let clients = try (0..<3).map { _ in try VarlinkClient(path: server.path) }
         if getuid() == 0 {
@@ -264,7 +266,14 @@ struct ProtocolTests {
         for _ in 0..<3 {
             let refused = RawConnection(server.path)
             refused.write(#"{"method":"org.example.test.Empty"}"#)
-            #expect(refused.readToClose() == ("", true))
+            let (text, closed) = refused.readToClose()
+            #expect(closed)
+            #expect(text.contains(#""error":"io.netdevd.TooManyConnections""#), "\(text)")
+            let reason =
+                getuid() == 0
+                ? "root already has 3 connections open (root's limit)"
+                : "1 connections of users other than root are open (their limit; root still has room)"
+            #expect(text.contains(reason), "\(text)")
         }
         // Said once, with the refusals held back counted in the next one said (10 s later at the earliest).
         let said = server.noticeMessages.filter { $0.hasPrefix("Refused a control connection from pid ") }
