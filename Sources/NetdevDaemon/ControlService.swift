@@ -39,6 +39,8 @@ public final class ControlService: Sendable {
 
     /// Told when a client is refused a call it may not make (a `Reload` by a user other than root), for the log.
     private let refused: @Sendable (String) -> Void
+    /// One refusal line per 10 s: a client looping on Reload must not flood the journal.
+    private let refusals = NoticeThrottle()
 
     /// A service with no model yet; `refused` hears of calls refused for want of permission.
     public init(refused: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -155,7 +157,11 @@ public final class ControlService: Sendable {
                 },
                 "Reload": { [self] _, peer, replier in
                     guard peer.uid == 0 else {
-                        refused("Refused Reload from \(peer): only root may reload netdevd")
+                        if let heldBack = refusals.admit("reload") {
+                            refused(
+                                "Refused Reload from \(peer): only root may reload netdevd"
+                                    + NoticeThrottle.suffix(heldBack))
+                        }
                         replier.error(
                             "io.netdevd.PermissionDenied",
                             ["reason": .string("Reload needs uid 0; you are uid \(peer.uid)")])

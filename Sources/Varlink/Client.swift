@@ -142,9 +142,9 @@ public final class VarlinkClient {
             }
             if written < 0 {
                 if errno == EINTR { continue }
-                // The service closed first (EPIPE): what it sent before closing, such as the error that says why
-                // it refused the connection, is still there to read, and the reply read next reports it (or the
-                // disconnection).
+                // Whatever failed (the service closed first: EPIPE), a receive follows and reports it: what the
+                // service sent before closing, such as the error saying why it refused the connection, is still
+                // there to read, and otherwise the disconnection is.
                 return
             }
             offset += written

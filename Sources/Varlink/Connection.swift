@@ -109,7 +109,12 @@ final class Connection: @unchecked Sendable {
     private var closeWhenFlushed = false
     /// The client shut down its side: answer what it sent, then close.
     private var peerFinished = false
-    private var waiting: [VarlinkCall] = []
+    /// Calls read and not yet started, as the bytes that came (decoded when started, so what waits costs its size).
+    private var waiting: [[UInt8]] = []
+    /// The bytes in `waiting`.
+    private var waitingBytes = 0
+    /// Since when replies have been waiting for the client to read them with none read (monotonic ns), or `nil`.
+    private var outputStalledSince: UInt64?
     private var current: VarlinkReplier?
     /// Reading stopped because ``VarlinkLimits/maximumPendingCalls`` calls wait (the read source is suspended).
     private var readPaused = false
@@ -130,13 +135,21 @@ final class Connection: @unchecked Sendable {
         current == nil && waiting.isEmpty && output.isEmpty && !isClosed ? lastActivity : nil
     }
 
+    /// Closes the connection if its client has read none of its replies for `limit` nanoseconds (a client that
+    /// stops reading would otherwise hold its buffer and its slot for good). On the queue.
+    func closeIfStalled(now: UInt64, limit: UInt64, limitText: String) {
+        guard let since = outputStalledSince, !isClosed, now >= since, now - since >= limit else { return }
+        cutOff(kind: "stalled", because: "read none of its replies for \(limitText)")
+    }
+
     /// Closes the connection if the client has gone while reading is paused (its end-of-file is not read then, and
     /// a call in progress, such as a Monitor, would otherwise keep the connection forever). On the queue.
     func closeIfPeerGone() {
         guard readPaused, !isClosed else { return }
-        // POLLRDHUP (0x2000): the peer shut down or closed its end.
-        var status = pollfd(fd: fd, events: Int16(0x2000), revents: 0)
-        guard poll(&status, 1, 0) == 1, status.revents & Int16(0x2000 | POLLHUP | POLLERR) != 0 else { return }
+        // POLLHUP: both directions are shut down, which on AF_UNIX is the peer's close (a client that only shut down
+        // its writing side still gets its answers). Reported whatever the events asked for.
+        var status = pollfd(fd: fd, events: 0, revents: 0)
+        guard poll(&status, 1, 0) == 1, status.revents & Int16(POLLHUP | POLLERR) != 0 else { return }
         close()
     }
 
@@ -174,18 +187,15 @@ final class Connection: @unchecked Sendable {
             do {
                 messages = try framing.append(chunk[0..<count])
             } catch {
-                cutOff(because: "sent a message longer than \(limits.maximumMessageBytes) bytes")
+                cutOff(kind: "too-long", because: "sent a message longer than \(limits.maximumMessageBytes) bytes")
                 return
             }
             for message in messages {
-                guard let call = try? JSONDecoder().decode(VarlinkCall.self, from: Data(message)) else {
-                    cutOff(because: "sent a message that is not a Varlink call (JSON with a method)")
-                    return
-                }
-                waiting.append(call)
+                waiting.append(message)
+                waitingBytes += message.count
             }
             startNextCall()
-            if waiting.count >= limits.maximumPendingCalls {
+            if !isClosed && !readPaused && mustPause {
                 // Not an offence (Varlink allows pipelining), but nothing more is read until replies are taken: the
                 // client's own send blocks, and what it queued costs netdevd nothing.
                 readPaused = true
@@ -195,17 +205,27 @@ final class Connection: @unchecked Sendable {
     }
 
     /// Closes the connection and says why, naming the peer.
-    private func cutOff(because reason: String) {
+    func cutOff(kind: String, because reason: String) {
         close()
-        server?.say(.warning, kind: "cut-off", "Closed the control connection of \(peer): it \(reason)")
+        server?.say(.warning, kind: kind, "Closed the control connection of \(peer): it \(reason)")
+    }
+
+    /// Whether as many calls, or as many bytes of them, wait as one connection may leave waiting.
+    private var mustPause: Bool {
+        waiting.count >= limits.maximumPendingCalls || waitingBytes >= limits.maximumMessageBytes
     }
 
     private func startNextCall() {
         guard current == nil, !waiting.isEmpty, !isClosed, let server else { return }
-        let call = waiting.removeFirst()
-        if readPaused && waiting.count < limits.maximumPendingCalls {
+        let message = waiting.removeFirst()
+        waitingBytes -= message.count
+        if readPaused && !mustPause {
             readPaused = false
             readSource?.resume()
+        }
+        guard let call = try? JSONDecoder().decode(VarlinkCall.self, from: Data(message)) else {
+            cutOff(kind: "not-a-call", because: "sent a message that is not a Varlink call (JSON with a method)")
+            return
         }
         let replier = VarlinkReplier(connection: self, queue: queue, call: call)
         current = replier
@@ -251,6 +271,14 @@ final class Connection: @unchecked Sendable {
     }
 
     private func flush() {
+        let before = output.count
+        defer {
+            if output.isEmpty {
+                outputStalledSince = nil
+            } else if output.count < before || outputStalledSince == nil {
+                outputStalledSince = Self.monotonicNanoseconds()
+            }
+        }
         while !output.isEmpty && !isClosed {
             let written = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written > 0 {
@@ -298,6 +326,7 @@ final class Connection: @unchecked Sendable {
         current?.cancel()
         current = nil
         waiting = []
+        waitingBytes = 0
         if liveSources == 0 { Glibc.close(fd) }
         server?.closed(self)
     }

@@ -51,27 +51,31 @@ public typealias VarlinkMethod = @Sendable (VarlinkCall, VarlinkPeer, VarlinkRep
 public struct VarlinkLimits: Sendable {
     /// The longest message accepted; a longer one closes the connection.
     public var maximumMessageBytes = 1 << 20
-    /// Connections of users other than root accepted at once; more are refused.
-    public var maximumConnections = 128
+    /// Connections of users other than root accepted at once; more are refused. With the other limits, what they
+    /// can hold at worst is about 6.5 MiB each (a message being read, 1 MiB of calls waiting, 4 MiB of replies and
+    /// the one being added): some 420 MiB for 64.
+    public var maximumConnections = 64
     /// Connections one uid other than root may have open at once; more are refused.
     public var maximumConnectionsPerUser = 32
     /// Connections root may have open at once, counted apart from everyone else's: whatever other users hold,
     /// root has this many; more are refused.
     public var maximumRootConnections = 512
-    /// Calls read from one connection and not yet answered; past this, the connection is not read until they are.
+    /// Calls read from one connection and not yet answered; past this, or past ``maximumMessageBytes`` of them, the
+    /// connection is not read until they are.
     public var maximumPendingCalls = 64
     /// Replies waiting for a slow reader, in bytes; past this the call gets an error and the connection closes.
     public var maximumPendingOutputBytes = 4 << 20
-    /// How long a connection may stay open with no call in progress before it is closed, in milliseconds; 0
-    /// keeps it open.
+    /// How long a connection may stay open with no call in progress, or with replies its client reads none of,
+    /// before it is closed, in milliseconds (checked every quarter of it); 0 keeps it open.
     public var idleTimeoutMilliseconds = 60_000
     /// How long accepting pauses when the process or the system is out of descriptors (EMFILE, ENFILE), in
     /// milliseconds. The pending connection stays in the listen queue; a listener left readable meanwhile would
     /// spin.
     public var acceptRetryMilliseconds = 1_000
 
-    /// The defaults: 1 MiB messages; 128 connections of non-root users, 32 per uid, and 512 of root's; 64 pending
-    /// calls and 4 MiB of pending output per connection; 60 s idle; accepting pauses 1 s when out of descriptors.
+    /// The defaults: 1 MiB messages; 64 connections of non-root users, 32 per uid, and 512 of root's; 64 pending
+    /// calls (1 MiB of them at most) and 4 MiB of pending output per connection; 60 s idle or without reading;
+    /// accepting pauses 1 s when out of descriptors.
     public init() {}
 }
 
@@ -109,6 +113,7 @@ public final class VarlinkServer: Sendable {
     private let info: [String: JSONValue]
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
+    private let throttle = NoticeThrottle()
 
     private struct ServerState {
         var source: SourceBox?
@@ -119,10 +124,8 @@ public final class VarlinkServer: Sendable {
         var nonRoot = 0
         /// Sweeps idle connections while any is open.
         var sweeper: SourceBox?
-        /// Accepting is paused (out of descriptors).
+        /// Accepting is paused (out of descriptors): the listener has no source until the pause is over.
         var acceptPaused = false
-        /// Per kind of notice: when one was last said (monotonic ns), and how many were held back since.
-        var throttled: [String: (said: UInt64, heldBack: Int)] = [:]
         var stopped = false
     }
 
@@ -181,15 +184,25 @@ public final class VarlinkServer: Sendable {
     /// Starts accepting connections.
     public func start() {
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        listen()
+    }
+
+    /// Watches the listener with a new read source (at start, and again after a pause), unless stopped.
+    private func listen() {
         let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
         source.setEventHandler { [weak self] in self?.acceptAll() }
+        let watching = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.source = SourceBox(source)
+            return true
+        }
         source.resume()
-        state.withLock { $0.source = SourceBox(source) }
+        if !watching { source.cancel() }
     }
 
     /// Stops accepting and closes every connection.
     public func stop() {
-        let (source, paused, sweeper, connections) = state.withLock { state in
+        let (source, sweeper, connections) = state.withLock { state in
             defer {
                 state.source = nil
                 state.sweeper = nil
@@ -197,10 +210,8 @@ public final class VarlinkServer: Sendable {
                 state.stopped = true
                 state.acceptPaused = false
             }
-            return (state.source, state.acceptPaused, state.sweeper, Array(state.connections.values))
+            return (state.source, state.sweeper, Array(state.connections.values))
         }
-        // A suspended source must be resumed to be cancelled (and released) at all.
-        if paused { source?.resume() }
         source?.cancel()
         sweeper?.cancel()
         queue.async {
@@ -228,7 +239,8 @@ public final class VarlinkServer: Sendable {
                 return
             }
             let peer = Self.peerCredentials(of: fd)
-            if let refusal = admit(peer) {
+            let connection = Connection(fd: fd, peer: peer, server: self, queue: queue, limits: limits)
+            if let refusal = admit(connection) {
                 // The answer to whatever the client sends first, so it can say why (best effort: the socket is new
                 // and empty, and AF_UNIX keeps what was sent readable after the close).
                 let error = VarlinkReply(
@@ -240,19 +252,18 @@ public final class VarlinkServer: Sendable {
                 say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
             }
-            let connection = Connection(fd: fd, peer: peer, server: self, queue: queue, limits: limits)
             let startSweeping = state.withLock { state -> Bool in
-                state.connections[ObjectIdentifier(connection)] = connection
-                return state.sweeper == nil && limits.idleTimeoutMilliseconds > 0
+                state.sweeper == nil && !state.stopped && limits.idleTimeoutMilliseconds > 0
             }
             if startSweeping { sweepIdleConnections() }
             connection.start()
         }
     }
 
-    /// Counts `peer` in if the limits allow; otherwise says why not.
-    private func admit(_ peer: VarlinkPeer) -> String? {
-        state.withLock { state -> String? in
+    /// Counts `connection` in (with the connections ``stop()`` closes) if the limits allow; otherwise says why not.
+    private func admit(_ connection: Connection) -> String? {
+        let peer = connection.peer
+        return state.withLock { state -> String? in
             guard !state.stopped else { return "the server is stopping" }
             let own = state.perUser[peer.uid, default: 0]
             if peer.uid == 0 {
@@ -271,38 +282,49 @@ public final class VarlinkServer: Sendable {
                 state.nonRoot += 1
             }
             state.perUser[peer.uid] = own + 1
+            state.connections[ObjectIdentifier(connection)] = connection
             return nil
         }
     }
 
     private func pauseAccepting(reason: Int32) {
-        let source = state.withLock { state -> SourceBox? in
-            guard !state.acceptPaused, !state.stopped else { return nil }
+        // The listener's source is cancelled, and a new one made when the pause is over: a source suspended while
+        // its descriptor was readable was seen never to fire again after its resume (the connections waiting then
+        // stayed in the listen queue for good), and a suspended source must never be released either.
+        let paused = state.withLock { state -> SourceBox? in
+            guard !state.acceptPaused, !state.stopped, let source = state.source else { return nil }
             state.acceptPaused = true
-            return state.source
+            state.source = nil
+            return source
         }
-        guard let source else { return }
-        source.suspend()
+        guard let paused else { return }
+        paused.cancel()
         say(
             .error, kind: "accept",
             "Cannot accept control connections: \(String(cString: strerror(reason))); trying again in "
                 + "\(limits.acceptRetryMilliseconds) ms")
         queue.asyncAfter(deadline: .now() + .milliseconds(limits.acceptRetryMilliseconds)) { [weak self] in
             guard let self else { return }
-            let resume = state.withLock { state -> SourceBox? in
-                guard state.acceptPaused, !state.stopped else { return nil }
+            let resume = state.withLock { state -> Bool in
+                guard state.acceptPaused, !state.stopped else { return false }
                 state.acceptPaused = false
-                return state.source
+                return true
             }
-            resume?.resume()
+            if resume {
+                listen()
+                // And at once, rather than wait for the new source's first event: connections waiting now are
+                // accepted (or the pause starts again) either way.
+                acceptAll()
+            }
         }
     }
 
-    /// Closes connections idle past the limit, and those whose client left while they were not being read, every
-    /// half limit, for as long as any connection is open (an idle netdevd has no connection and so no timer).
+    /// Closes connections idle past the limit, those whose client has read none of their replies for as long, and
+    /// those whose client left while they were not being read; every quarter of the limit, for as long as any
+    /// connection is open (an idle netdevd has no connection and so no timer).
     private func sweepIdleConnections() {
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = DispatchTimeInterval.milliseconds(max(limits.idleTimeoutMilliseconds / 2, 10))
+        let interval = DispatchTimeInterval.milliseconds(max(limits.idleTimeoutMilliseconds / 4, 10))
         timer.schedule(deadline: .now() + interval, repeating: interval)
         timer.setEventHandler { [weak self] in
             guard let self else { return }
@@ -318,8 +340,11 @@ public final class VarlinkServer: Sendable {
             let limit = UInt64(limits.idleTimeoutMilliseconds) * 1_000_000
             let milliseconds = limits.idleTimeoutMilliseconds
             let idleLimit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-            for connection in connections { connection.closeIfPeerGone() }
-            for connection in connections where connection.idleSince.map({ now - $0 >= limit }) == true {
+            for connection in connections {
+                connection.closeIfPeerGone()
+                connection.closeIfStalled(now: now, limit: limit, limitText: idleLimit)
+            }
+            for connection in connections where connection.idleSince.map({ now >= $0 && now - $0 >= limit }) == true {
                 connection.close()
                 say(
                     .info, kind: "idle",
@@ -333,21 +358,8 @@ public final class VarlinkServer: Sendable {
     /// Says `message`, unless one of the same `kind` was said within 10 s (then it is counted, and the count goes
     /// with the next one said).
     func say(_ severity: VarlinkNotice.Severity, kind: String, _ message: String) {
-        let now = Connection.monotonicNanoseconds()
-        let heldBack = state.withLock { state -> Int? in
-            let last = state.throttled[kind]
-            if let last, now - last.said < 10_000_000_000 {
-                state.throttled[kind]?.heldBack += 1
-                return nil
-            }
-            state.throttled[kind] = (now, 0)
-            return last?.heldBack ?? 0
-        }
-        guard let heldBack else { return }
-        notify(
-            VarlinkNotice(
-                severity: severity,
-                message: message + (heldBack > 0 ? " (and \(heldBack) more like it in the last 10 s)" : "")))
+        guard let heldBack = throttle.admit(kind) else { return }
+        notify(VarlinkNotice(severity: severity, message: message + NoticeThrottle.suffix(heldBack)))
     }
 
     func closed(_ connection: Connection) {
@@ -474,5 +486,36 @@ final class SourceBox: @unchecked Sendable {
 
     func resume() {
         source.resume()
+    }
+}
+
+/// Lets a kind of notice through at most once per interval and counts those held back, so that a client repeating
+/// an offence costs one log line per interval, not one per offence. (A count is said with the next notice of its
+/// kind let through; if none comes, it is not said.)
+public final class NoticeThrottle: Sendable {
+    private let last = Locked<[String: (said: UInt64, heldBack: Int)]>([:])
+    private let intervalNanoseconds: UInt64
+
+    /// A throttle letting one notice of each kind through every `intervalSeconds`.
+    public init(intervalSeconds: UInt64 = 10) {
+        intervalNanoseconds = intervalSeconds * 1_000_000_000
+    }
+
+    /// `nil` when a notice of `kind` now is held back; otherwise how many were held back since the last one.
+    public func admit(_ kind: String) -> Int? {
+        last.withLock { last -> Int? in
+            let now = Connection.monotonicNanoseconds()
+            if let previous = last[kind], now >= previous.said, now - previous.said < intervalNanoseconds {
+                last[kind]?.heldBack += 1
+                return nil
+            }
+            defer { last[kind] = (now, 0) }
+            return last[kind]?.heldBack ?? 0
+        }
+    }
+
+    /// " (and 3 more like it in the last 10 s)" for a count above 0, else nothing.
+    public static func suffix(_ heldBack: Int) -> String {
+        heldBack > 0 ? " (and \(heldBack) more like it in the last 10 s)" : ""
     }
 }

@@ -300,6 +300,7 @@ struct BadDaysKernelTests {
         sleep(2)
         let spent = Self.cpuTicks(pid) - before
         #expect(spent < 20, "netdevd used \(spent) ticks of CPU in 2 s with a connection it cannot accept")
+        print("outOfDescriptors: \(spent) ticks of CPU (1/100 s) in 2 s with connections it cannot accept")
         let said = try journal(of: daemon, "SYSLOG_IDENTIFIER", "netdevd") { entries in
             entries.contains { ($0["MESSAGE"] as? String)?.hasPrefix("Cannot accept control connections") == true }
         }

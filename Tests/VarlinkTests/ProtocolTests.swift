@@ -347,6 +347,57 @@ struct ProtocolTests {
         #expect(
             server.noticeMessages.contains { $0.hasSuffix(": it sent a message longer than 1024 bytes") },
             "\(server.noticeMessages)")
+        let notACall = RawConnection(server.path)
+        notACall.write(#"{"not":"a call"}"#)
+        #expect(notACall.readToClose().closed)
+        #expect(
+            server.noticeMessages.contains {
+                $0.hasSuffix(": it sent a message that is not a Varlink call (JSON with a method)")
+            },
+            "\(server.noticeMessages)")
+    }
+
+    @Test("big calls pipelined behind a call that never ends: reading stops at a message's worth of waiting bytes")
+    func pipeliningBigCalls() throws {
+        let server = try TestServer()
+        let client = RawConnection(server.path)
+        client.write(#"{"method":"org.example.test.Ticks","more":true}"#)
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        // 60 calls of 500 KB each stay under the 64-call limit: only their bytes can stop the reading.
+        let call =
+            Array(#"{"method":"org.example.test.Echo","parameters":{"text":""#.utf8)
+            + [UInt8](repeating: UInt8(ascii: "a"), count: 500_000) + Array(#""}}"#.utf8) + [0]
+        _ = fcntl(client.fd, F_SETFL, fcntl(client.fd, F_GETFL) | O_NONBLOCK)
+        var written = 0
+        while written < 60 * call.count {
+            let count = call.withUnsafeBytes { send(client.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if count > 0 {
+                written += count
+                if count < call.count { break }
+                continue
+            }
+            var ready = pollfd(fd: client.fd, events: Int16(POLLOUT), revents: 0)
+            if poll(&ready, 1, 500) == 0 { break }
+        }
+        #expect(written < 4_000_000, "the server took \(written) bytes of calls it could not start")
+    }
+
+    @Test("a client that reads none of its replies for the idle limit is closed and said")
+    func stalledReader() throws {
+        var limits = VarlinkLimits()
+        limits.idleTimeoutMilliseconds = 300
+        let server = try TestServer(limits: limits)
+        let slow = RawConnection(server.path)
+        var size: Int32 = 4096
+        setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        slow.write(#"{"method":"org.example.test.Ticks","more":true}"#)
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        // 200 KB of replies: more than the socket holds, far less than the 4 MiB that would cut it off.
+        for n in 1...200 { server.tick(n) }
+        #expect(waitUntil(timeout: 3) { server.server.connectionCount == 0 })
+        #expect(
+            server.noticeMessages.contains { $0.hasSuffix("it read none of its replies for 300 ms") },
+            "\(server.noticeMessages)")
     }
 
     @Test("many small calls in one read all come out, and a message split across reads is joined")
