@@ -9,6 +9,11 @@ import Systemd
 /// every Dispatch timer wakes libdispatch's manager thread twice, which cost more than the writes it batched.)
 ///
 /// Field names are normalised once per distinct name (the session uses a handful), not once per entry.
+///
+/// Bounded: while the writer is blocked (journald stopped but its socket still there, or standard error a pipe
+/// nobody reads), at most ``limit`` entries wait; later ones are counted, not kept, and once the writer has written
+/// what waited it writes one warning saying how many were dropped. netdevd's state is not affected: what the
+/// journal missed, `netdevctl` still shows.
 final class JournalQueue: Sendable {
     /// A session entry, or one made elsewhere (a hook's output), kept in one queue so that the journal has them
     /// in the order they happened.
@@ -20,7 +25,12 @@ final class JournalQueue: Sendable {
     private struct Pending {
         var entries: [Item] = []
         var scheduled = false
+        /// Entries not kept since the last batch was taken (the queue was full).
+        var dropped = 0
     }
+
+    /// The most entries that wait for the writer.
+    let limit: Int
 
     private let queue = DispatchQueue(label: "netdevd.journal")
     private let pending = Locked(Pending())
@@ -28,8 +38,10 @@ final class JournalQueue: Sendable {
     /// Only used on `queue`.
     private let names = JournalFieldNames()
 
-    /// Entries are handed to `write` in order, on the writer's queue, with the cache of normalised names.
-    init(write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
+    /// Entries are handed to `write` in order, on the writer's queue, with the cache of normalised names; at most
+    /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB).
+    init(limit: Int = 10_000, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
+        self.limit = limit
         self.write = write
     }
 
@@ -45,6 +57,10 @@ final class JournalQueue: Sendable {
 
     private func append(item: Item) {
         let wake = pending.withLock { pending -> Bool in
+            guard pending.entries.count < limit else {
+                pending.dropped += 1
+                return false
+            }
             pending.entries.append(item)
             defer { pending.scheduled = true }
             return !pending.scheduled
@@ -61,13 +77,26 @@ final class JournalQueue: Sendable {
 
     private func drainPending() {
         while true {
-            let batch = pending.withLock { pending -> [Item] in
+            // The entries dropped came after those of the batch (they were dropped because it was full) and before
+            // any appended once it is taken: the warning goes between.
+            let (batch, dropped) = pending.withLock { pending -> ([Item], Int) in
                 if pending.entries.isEmpty { pending.scheduled = false }
-                defer { pending.entries = [] }
-                return pending.entries
+                defer {
+                    pending.entries = []
+                    pending.dropped = 0
+                }
+                return (pending.entries, pending.dropped)
             }
             guard !batch.isEmpty else { return }
             for entry in batch { write(entry, names) }
+            if dropped > 0 {
+                let warning = JournalEntry(
+                    message:
+                        "\(dropped) journal entries were dropped: they came while \(limit) waited for the journal, "
+                        + "which took none for a while. netdevd's state is unaffected: netdevctl shows it",
+                    priority: .warning)
+                write(.made(warning), names)
+            }
         }
     }
 }

@@ -353,4 +353,51 @@ struct BadDaysKernelTests {
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
+
+    /// The harness's private systemd-journald: the one in this test's network namespace.
+    static func privateJournald() -> Int32? {
+        let ours = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
+        return pids.first { pid in
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
+            return name.hasPrefix("systemd-journal") && namespace == ours
+        }
+    }
+
+    @Test("journald stuck (SIGSTOP) through a burst: the loop goes on, memory stays bounded, entries resume after")
+    func journaldStuck() throws {
+        let journald = try #require(Self.privateJournald(), "no private systemd-journald in this namespace")
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let pid = daemon.process.processIdentifier
+        let baseline = Self.residentKiB(pid)
+        kill(journald, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(journald, SIGCONT) } }
+        let pairs = 300
+        try ipBatch((0..<pairs).map { "link add js\($0)a type veth peer name js\($0)b" })
+        // Nothing waits on the journal: netdevd lists every link while journald takes nothing.
+        let listed = waitUntil(timeout: 20) {
+            let links = (try? netdevctl(["links", "js*", "--no-legend", "--socket", daemon.socket]).output) ?? ""
+            return links.split(separator: "\n").count == 2 * pairs
+        }
+        #expect(listed, "netdevd did not list all \(2 * pairs) links while journald was stopped")
+        let stuck = Self.residentKiB(pid)
+        try ipBatch((0..<pairs).map { "link del js\($0)a" })
+        kill(journald, SIGCONT)
+        resumed = true
+        try ip("link", "add", "jsafter", "type", "veth", "peer", "name", "jsafter1")
+        defer { _ = try? ip("link", "del", "jsafter") }
+        let after = try journal(of: daemon, "NETDEVD_IFNAME", "jsafter") { !$0.isEmpty }
+        #expect(!after.isEmpty, "no entry for a link added after journald came back")
+        let drops = try run("journalctl", "--no-pager", "--all", "-o", "cat", "_PID=\(pid)")
+            .split(separator: "\n").filter { $0.contains("journal entries were dropped") }
+        print(
+            "journaldStuck: RSS \(baseline) KiB before, \(stuck) KiB with \(2 * pairs) links and journald stopped; "
+                + "drop warnings: \(drops)")
+        #expect(stuck - baseline < 48 * 1024)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
 }
