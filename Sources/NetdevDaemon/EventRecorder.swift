@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import Locking
 import MobiusCore
 import NetdevSession
 import NetdevWire
@@ -10,8 +11,10 @@ import Glibc
 
 /// Appends the configuration the loop starts with and then every processed event to a file, one JSON line each
 /// (`--record`), so a session can be replayed later (``Recording``, ``OfflineReplay``, `netdevd --replay`). Events are encoded on the loop queue, in processing order, and written
-/// on a serial queue of the recorder's, so file I/O never blocks the loop; ``flush()`` waits for the writes. A
-/// failed write is reported once on standard error and recording stops.
+/// on a serial queue of the recorder's, so file I/O never blocks the loop; ``flush()`` waits for the writes, 5 s at
+/// most. A failed write (a full disk) is reported once on standard error and recording stops; so does a file that
+/// takes writes slower than events come (a pipe nobody reads) once 64 MiB wait, so it never grows netdevd's memory
+/// or holds up its exit.
 final class EventRecorder: MobiusLogger, @unchecked Sendable {
     // @unchecked Sendable: `encoder` is used only by the loop, which calls its logger one event at a time;
     // `failed` only on `writes`, a serial queue. `descriptor` is written to only on `writes`.
@@ -23,6 +26,10 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
     private let encoder = JSONEncoder()
     private let writes = DispatchQueue(label: "netdevd.record")
     private var failed = false
+    /// Bytes handed to `writes` and not yet written, and whether recording stopped because too many waited.
+    private let backlog = Locked<(bytes: Int, overflowed: Bool)>((0, false))
+    /// The most bytes that wait for the file.
+    static let maximumWaitingBytes = 64 << 20
 
     /// Opens `path` for appending (created with mode 0644 if missing); `nil`, said on standard error, when it
     /// cannot be.
@@ -57,7 +64,23 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
     }
 
     private func append(_ line: [UInt8]) {
+        let (accepted, overflowsNow) = backlog.withLock { backlog -> (Bool, Bool) in
+            if backlog.overflowed { return (false, false) }
+            guard backlog.bytes + line.count <= Self.maximumWaitingBytes else {
+                backlog.overflowed = true
+                return (false, true)
+            }
+            backlog.bytes += line.count
+            return (true, false)
+        }
+        if overflowsNow {
+            writeToStandardError(
+                "netdevd: recording stopped: the --record file takes writes slower than events come "
+                    + "(\(Self.maximumWaitingBytes >> 20) MiB waited)\n")
+        }
+        guard accepted else { return }
         writes.async { [self] in
+            defer { backlog.withLock { $0.bytes -= line.count } }
             guard !failed else { return }
             var offset = 0
             while offset < line.count {
@@ -73,8 +96,15 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
         }
     }
 
-    /// Waits until every event recorded so far is written.
-    func flush() {
-        writes.sync {}
+    /// Waits until every event recorded so far is written, or `timeoutSeconds` (a file that takes nothing, such as a
+    /// pipe nobody reads, must not keep netdevd from exiting); says what was left unwritten.
+    func flush(timeoutSeconds: Int = 5) {
+        let done = DispatchSemaphore(value: 0)
+        writes.async { done.signal() }
+        if done.wait(timeout: .now() + .seconds(timeoutSeconds)) == .timedOut {
+            let left = backlog.withLock { $0.bytes }
+            writeToStandardError(
+                "netdevd: --record: \(left) bytes not written: the file took nothing for \(timeoutSeconds) s\n")
+        }
     }
 }

@@ -18,6 +18,8 @@ final class ServiceLikeProcess {
         case brokenPipe
         /// No descriptor 2 at all.
         case closed
+        /// Appended to this file.
+        case file(String)
     }
 
     init(_ arguments: [String], standardError: StandardError = .null) throws {
@@ -35,6 +37,7 @@ final class ServiceLikeProcess {
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
             posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
         case .closed: posix_spawn_file_actions_addclose(&actions, 2)
+        case .file(let path): posix_spawn_file_actions_addopen(&actions, 2, path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -154,7 +157,7 @@ struct BadDaysKernelTests {
                 try ip("link", "del", "bp0")
                 usleep(300_000)
                 #expect(daemon.isRunning, "\(standardError): \(describe(daemon.waitStatus(timeout: 0)))")
-                if standardError == .closed {
+                if case .closed = standardError {
                     let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/fd/2")
                     #expect(target == "/dev/null", "descriptor 2 should be /dev/null, not a socket netdevd made")
                 }
@@ -399,5 +402,54 @@ struct BadDaysKernelTests {
         #expect(stuck - baseline < 48 * 1024)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("--record into a pipe nobody reads: netdevd goes on, and SIGTERM still ends it (exit 0) with the loss said")
+    func recordToStuckPipe() throws {
+        try withDirectory { directory in
+            let fifo = directory + "/record.fifo"
+            #expect(mkfifo(fifo, 0o600) == 0)
+            // A reader that never reads: netdevd's open succeeds, its writes block once the pipe holds 64 KiB.
+            let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            defer { close(reader) }
+            let errors = directory + "/stderr"
+            let daemon = try ServiceLikeProcess(
+                arguments(directory) + ["--record", fifo], standardError: .file(errors))
+            let socket = ["--socket", directory + "/io.netdevd"]
+            #expect(waitUntil(timeout: 10) { (try? netdevctl(["links"] + socket).status) == 0 })
+            try ipBatch((0..<200).map { "link add rp\($0)a type veth peer name rp\($0)b" })
+            try ipBatch((0..<200).map { "link del rp\($0)a" })
+            #expect(
+                waitUntil(timeout: 10) { (try? netdevctl(["links", "rp*"] + socket))?.output.contains("rp") == false })
+            kill(daemon.pid, SIGTERM)
+            #expect(describe(daemon.waitStatus(timeout: 15)) == "exited 0")
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            #expect(said.contains("bytes not written: the file took nothing for 5 s"), "\(said)")
+        }
+    }
+
+    @Test("--record onto a full file system: recording stops with the reason said, netdevd goes on")
+    func recordToFullDisk() throws {
+        try withDirectory { directory in
+            let small = directory + "/small"
+            try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+            try run("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", small)
+            defer { _ = try? run("umount", small) }
+            let errors = directory + "/stderr"
+            let daemon = try ServiceLikeProcess(
+                arguments(directory) + ["--record", small + "/events.jsonl"], standardError: .file(errors))
+            let socket = ["--socket", directory + "/io.netdevd"]
+            #expect(waitUntil(timeout: 10) { (try? netdevctl(["links"] + socket).status) == 0 })
+            try ipBatch((0..<100).map { "link add fd\($0)a type veth peer name fd\($0)b" })
+            defer { _ = try? ipBatch((0..<100).map { "link del fd\($0)a" }) }
+            let listed = waitUntil(timeout: 10) {
+                (try? netdevctl(["links", "fd*", "--no-legend"] + socket))?.output.split(separator: "\n").count == 200
+            }
+            #expect(listed)
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            #expect(said.contains("recording stopped: No space left on device"), "\(said)")
+            kill(daemon.pid, SIGTERM)
+            #expect(describe(daemon.waitStatus()) == "exited 0")
+        }
     }
 }
