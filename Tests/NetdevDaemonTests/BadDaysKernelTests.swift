@@ -1,5 +1,6 @@
 import Foundation
 import KernelTestSupport
+import NetdevSession
 import Testing
 import Varlink
 
@@ -451,5 +452,49 @@ struct BadDaysKernelTests {
             kill(daemon.pid, SIGTERM)
             #expect(describe(daemon.waitStatus()) == "exited 0")
         }
+    }
+
+    @Test(
+        "a reload with each kind of bad value: netdevd stays up, the old configuration stays, file:line in the journal")
+    func reloadWithBadValues() throws {
+        let daemon = try RunningDaemon(configuration: "[Hooks]\r\nParallelism=2\r\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let dropIns = daemon.directory + "/netdevd.conf.d"
+        let cases: [(name: String, content: String?, line: Int, says: String)] = [
+            ("10-span.conf", "[Hooks]\nTimeoutSec=1e300\n", 2, "TimeoutSec='1e300' is not a time span"),
+            ("10-huge.conf", "[Hooks]\nTimeoutSec=99999999999h\n", 2, "is longer than 365 days"),
+            ("10-debounce.conf", "[Hooks]\nDebounceSec=infinity\n", 2, "DebounceSec= cannot be infinity"),
+            ("10-range.conf", "\u{FEFF}[Hooks]\r\nParallelism=65\r\n", 2, "Parallelism='65' must be a number"),
+            ("10-state.conf", "[Online]\nMinimumOperationalState=fast\n", 2, "MinimumOperationalState='fast'"),
+            ("10-key.conf", "[Online]\nRequiredInterface=eth0\n", 2, "did you mean 'RequiredInterfaces'?"),
+            ("10-big.conf", String(repeating: "#\n", count: 600_000), 0, "is larger than 1 MiB"),
+            ("10-dir.conf", nil, 0, "cannot be read: Is a directory"),
+        ]
+        for (index, bad) in cases.enumerated() {
+            let path = dropIns + "/" + bad.name
+            if let content = bad.content {
+                try content.write(toFile: path, atomically: true, encoding: .utf8)
+            } else {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+            }
+            daemon.signal(SIGHUP)
+            #expect(daemon.notify.receive(until: "RELOADING=1") != nil, "\(bad.name)")
+            #expect(daemon.notify.receive(until: "READY=1") != nil, "\(bad.name)")
+            let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { $0.count > index }
+            let failure = try #require(failures.last, "no reload failure logged for \(bad.name)")
+            #expect(failure["NETDEVD_CONFIG_FILE"] as? String == path)
+            #expect(failure["NETDEVD_CONFIG_LINE"] as? String == String(bad.line), "\(bad.name)")
+            let message = failure["MESSAGE"] as? String ?? ""
+            #expect(message.hasPrefix("Configuration not reloaded, the previous one stays in force: "))
+            #expect(message.contains(bad.says), "\(message)")
+            try FileManager.default.removeItem(atPath: path)
+        }
+        // The CRLF main file with nothing else reloads cleanly, and netdevd stops as usual.
+        daemon.signal(SIGHUP)
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { _ in true }
+        #expect(failures.count == cases.count)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
     }
 }
