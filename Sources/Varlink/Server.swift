@@ -68,14 +68,9 @@ public struct VarlinkLimits: Sendable {
     /// How long a connection may stay open with no call in progress, or with replies its client reads none of,
     /// before it is closed, in milliseconds (checked every quarter of it); 0 keeps it open.
     public var idleTimeoutMilliseconds = 60_000
-    /// How long accepting pauses when the process or the system is out of descriptors (EMFILE, ENFILE), in
-    /// milliseconds. The pending connection stays in the listen queue; a listener left readable meanwhile would
-    /// spin.
-    public var acceptRetryMilliseconds = 1_000
 
     /// The defaults: 1 MiB messages; 64 connections of non-root users, 32 per uid, and 512 of root's; 64 pending
-    /// calls (1 MiB of them at most) and 4 MiB of pending output per connection; 60 s idle or without reading;
-    /// accepting pauses 1 s when out of descriptors.
+    /// calls (1 MiB of them at most) and 4 MiB of pending output per connection; 60 s idle or without reading.
     public init() {}
 }
 
@@ -114,6 +109,8 @@ public final class VarlinkServer: Sendable {
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
     private let throttle = NoticeThrottle()
+    /// A descriptor held in reserve (/dev/null) for ``shedOneConnection(reason:)``; -1 while it is not.
+    private let spare = Locked<Int32>(-1)
 
     private struct ServerState {
         var source: SourceBox?
@@ -124,8 +121,6 @@ public final class VarlinkServer: Sendable {
         var nonRoot = 0
         /// Sweeps idle connections while any is open.
         var sweeper: SourceBox?
-        /// Accepting is paused (out of descriptors): the listener has no source until the pause is over.
-        var acceptPaused = false
         var stopped = false
     }
 
@@ -184,6 +179,7 @@ public final class VarlinkServer: Sendable {
     /// Starts accepting connections.
     public func start() {
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
         listen()
     }
 
@@ -208,12 +204,16 @@ public final class VarlinkServer: Sendable {
                 state.sweeper = nil
                 state.connections = [:]
                 state.stopped = true
-                state.acceptPaused = false
             }
             return (state.source, state.sweeper, Array(state.connections.values))
         }
         source?.cancel()
         sweeper?.cancel()
+        let reserve = spare.withLock { spare -> Int32 in
+            defer { spare = -1 }
+            return spare
+        }
+        if reserve >= 0 { Glibc.close(reserve) }
         queue.async {
             for connection in connections { connection.close() }
         }
@@ -225,15 +225,15 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Accepts every pending connection (on the queue). Each is admitted or closed at once by the per-uid and
-    /// overall limits; running out of descriptors pauses accepting for a while instead of spinning on a listener
-    /// that stays readable.
+    /// overall limits; out of descriptors, each is shed on the descriptor held in reserve.
     private func acceptAll() {
         while true {
             let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
             guard fd >= 0 else {
                 switch errno {
                 case EINTR, ECONNABORTED, EPROTO: continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM: pauseAccepting(reason: errno)
+                case EMFILE, ENFILE:
+                    if shedOneConnection(reason: errno) { continue }
                 default: break
                 }
                 return
@@ -241,14 +241,7 @@ public final class VarlinkServer: Sendable {
             let peer = Self.peerCredentials(of: fd)
             let connection = Connection(fd: fd, peer: peer, server: self, queue: queue, limits: limits)
             if let refusal = admit(connection) {
-                // The answer to whatever the client sends first, so it can say why (best effort: the socket is new
-                // and empty, and AF_UNIX keeps what was sent readable after the close).
-                let error = VarlinkReply(
-                    parameters: ["reason": .string(refusal)], error: "io.netdevd.TooManyConnections")
-                if let bytes = try? VarlinkFraming.encode(error) {
-                    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                }
-                Glibc.close(fd)
+                Self.refuse(fd, because: refusal)
                 say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
             }
@@ -287,36 +280,38 @@ public final class VarlinkServer: Sendable {
         }
     }
 
-    private func pauseAccepting(reason: Int32) {
-        // The listener's source is cancelled, and a new one made when the pause is over: a source suspended while
-        // its descriptor was readable was seen never to fire again after its resume (the connections waiting then
-        // stayed in the listen queue for good), and a suspended source must never be released either.
-        let paused = state.withLock { state -> SourceBox? in
-            guard !state.acceptPaused, !state.stopped, let source = state.source else { return nil }
-            state.acceptPaused = true
-            state.source = nil
-            return source
+    /// Accepts one waiting connection on the descriptor held in reserve, answers it with the reason and closes it:
+    /// out of descriptors, a connection left in the listen queue keeps the listener readable (netdevd would spin on
+    /// it) and its client waiting for good. Returns whether one was shed. (Not a timed pause: a Dispatch timer made
+    /// then may need a descriptor of its own, and in CI one never fired.)
+    private func shedOneConnection(reason: Int32) -> Bool {
+        let reserve = spare.withLock { spare -> Int32 in
+            defer { spare = -1 }
+            return spare
         }
-        guard let paused else { return }
-        paused.cancel()
-        say(
-            .error, kind: "accept",
-            "Cannot accept control connections: \(String(cString: strerror(reason))); trying again in "
-                + "\(limits.acceptRetryMilliseconds) ms")
-        queue.asyncAfter(deadline: .now() + .milliseconds(limits.acceptRetryMilliseconds)) { [weak self] in
-            guard let self else { return }
-            let resume = state.withLock { state -> Bool in
-                guard state.acceptPaused, !state.stopped else { return false }
-                state.acceptPaused = false
-                return true
-            }
-            if resume {
-                listen()
-                // And at once, rather than wait for the new source's first event: connections waiting now are
-                // accepted (or the pause starts again) either way.
-                acceptAll()
-            }
+        guard reserve >= 0 else { return false }
+        Glibc.close(reserve)
+        let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+        if fd >= 0 {
+            let peer = Self.peerCredentials(of: fd)
+            let problem = "netdevd is out of file descriptors (\(String(cString: strerror(reason))))"
+            Self.refuse(fd, because: problem)
+            say(.error, kind: "accept", "Refused a control connection from \(peer): \(problem)")
         }
+        let reopened = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        spare.withLock { $0 = reopened }
+        return fd >= 0
+    }
+
+    /// Answers whatever the client sends first with `io.netdevd.TooManyConnections` and `reason`, so it can say
+    /// why, and closes `fd` (best effort: the socket is new and empty, and AF_UNIX keeps what was sent readable
+    /// after the close).
+    private static func refuse(_ fd: Int32, because reason: String) {
+        let error = VarlinkReply(parameters: ["reason": .string(reason)], error: "io.netdevd.TooManyConnections")
+        if let bytes = try? VarlinkFraming.encode(error) {
+            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        Glibc.close(fd)
     }
 
     /// Closes connections idle past the limit, those whose client has read none of their replies for as long, and
