@@ -17,7 +17,7 @@ import Glibc
 /// or holds up its exit.
 final class EventRecorder: MobiusLogger, @unchecked Sendable {
     // @unchecked Sendable: `encoder` is used only by the loop, which calls its logger one event at a time;
-    // `failed` only on `writes`, a serial queue. `descriptor` is written to only on `writes`.
+    // `descriptor` is written to only on `writes`, a serial queue; `backlog` is Locked.
     typealias Model = NetdevSession.Model
     typealias Event = NetdevSession.Event
     typealias Effect = NetdevSession.Effect
@@ -25,9 +25,9 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
     private let descriptor: Int32
     private let encoder = JSONEncoder()
     private let writes = DispatchQueue(label: "netdevd.record")
-    private var failed = false
-    /// Bytes handed to `writes` and not yet written, and whether recording stopped because too many waited.
-    private let backlog = Locked<(bytes: Int, overflowed: Bool)>((0, false))
+    /// Bytes handed to `writes` and not yet written, and whether recording stopped (too many waited, or an event
+    /// could not be encoded).
+    private let backlog = Locked<(bytes: Int, stopped: Bool)>((0, false))
     /// The most bytes that wait for the file.
     static let maximumWaitingBytes = 64 << 20
 
@@ -58,37 +58,48 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
     }
 
     func willUpdate(model: Model, event: Event) {
-        guard var encoded = try? encoder.encode(event) else { return }
+        var encoded: Data
+        do {
+            encoded = try encoder.encode(event)
+        } catch {
+            // A recording with a hole would replay to a different state: stop it, and say so.
+            stop(because: "an event could not be encoded (\(error))")
+            return
+        }
         encoded.append(UInt8(ascii: "\n"))
         append([UInt8](encoded))
     }
 
+    /// Stops recording for good (later lines are refused) and says why on standard error, once.
+    private func stop(because reason: String) {
+        let first = backlog.withLock { backlog -> Bool in
+            defer { backlog.stopped = true }
+            return !backlog.stopped
+        }
+        if first { writeToStandardError("netdevd: recording stopped: \(reason)\n") }
+    }
+
     private func append(_ line: [UInt8]) {
-        let (accepted, overflowsNow) = backlog.withLock { backlog -> (Bool, Bool) in
-            if backlog.overflowed { return (false, false) }
-            guard backlog.bytes + line.count <= Self.maximumWaitingBytes else {
-                backlog.overflowed = true
-                return (false, true)
-            }
+        let accepted = backlog.withLock { backlog -> Bool in
+            guard !backlog.stopped, backlog.bytes + line.count <= Self.maximumWaitingBytes else { return false }
             backlog.bytes += line.count
-            return (true, false)
+            return true
         }
-        if overflowsNow {
-            writeToStandardError(
-                "netdevd: recording stopped: the --record file takes writes slower than events come "
-                    + "(\(Self.maximumWaitingBytes >> 20) MiB waited)\n")
+        guard accepted else {
+            stop(
+                because: "the --record file takes writes slower than events come "
+                    + "(\(Self.maximumWaitingBytes >> 20) MiB waited)")
+            return
         }
-        guard accepted else { return }
         writes.async { [self] in
             defer { backlog.withLock { $0.bytes -= line.count } }
-            guard !failed else { return }
+            guard !backlog.withLock({ $0.stopped }) else { return }
             var offset = 0
             while offset < line.count {
                 let written = line[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
                 if written < 0 && errno == EINTR { continue }
                 guard written > 0 else {
-                    failed = true
-                    writeToStandardError("netdevd: recording stopped: \(String(cString: strerror(errno)))\n")
+                    stop(because: String(cString: strerror(errno)))
                     return
                 }
                 offset += written

@@ -1,6 +1,7 @@
 import FoundationEssentials
 public import NetdevSession
 import NetdevWire
+import Varlink
 
 #if canImport(Glibc)
 import Glibc
@@ -58,7 +59,7 @@ public struct Recording: Sendable, Equatable {
                 } catch {
                     throw RecordingError(
                         file: file, line: number + 1,
-                        message: "a run's start line whose configuration cannot be read (\(Self.reason(error)))")
+                        message: "a run's start line whose configuration cannot be read (\(JSONProblem.words(error)))")
                 }
                 // Another run appended to the same file: what came before belongs to an earlier run.
                 if configuration != nil || !events.isEmpty { earlierRuns += 1 }
@@ -70,21 +71,12 @@ public struct Recording: Sendable, Equatable {
                 events.append(try decoder.decode(Event.self, from: data))
             } catch {
                 throw RecordingError(
-                    file: file, line: number + 1, message: "not an event netdevd recorded (\(Self.reason(error)))")
+                    file: file, line: number + 1, message: "not an event netdevd recorded (\(JSONProblem.words(error)))"
+                )
             }
         }
         self.init(configuration: configuration, events: events)
         self.earlierRuns = earlierRuns
-    }
-
-    private static func reason(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.dataCorrupted(let context): "invalid JSON: \(context.debugDescription)"
-        case DecodingError.keyNotFound(let key, _): "no '\(key.stringValue)'"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            "unexpected value at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        default: "\(error)"
-        }
     }
 
     /// The first line `--record` writes: the configuration the loop starts with.

@@ -223,8 +223,12 @@ final class Connection: @unchecked Sendable {
             readPaused = false
             readSource?.resume()
         }
-        guard let call = try? JSONDecoder().decode(VarlinkCall.self, from: Data(message)) else {
-            cutOff(kind: "not-a-call", because: "sent a message that is not a Varlink call (JSON with a method)")
+        let call: VarlinkCall
+        do {
+            call = try JSONDecoder().decode(VarlinkCall.self, from: Data(message))
+        } catch {
+            cutOff(
+                kind: "not-a-call", because: "sent a message that is not a Varlink call (\(JSONProblem.words(error)))")
             return
         }
         let replier = VarlinkReplier(connection: self, queue: queue, call: call)

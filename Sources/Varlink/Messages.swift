@@ -150,3 +150,18 @@ public struct VarlinkFraming: Sendable {
         return Array(try encoder.encode(value)) + [0]
     }
 }
+
+/// A JSON decoding failure in words a person can act on ("invalid JSON: ...", "no 'method'", "unexpected value at
+/// parameters.index"), for the messages of whoever refuses the input: a Varlink message, a recording's line.
+public enum JSONProblem {
+    /// `error` (from `JSONDecoder`) in words.
+    public static func words(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.dataCorrupted(let context): "invalid JSON: \(context.debugDescription)"
+        case DecodingError.keyNotFound(let key, _): "no '\(key.stringValue)'"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            "unexpected value at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        default: "\(error)"
+        }
+    }
+}

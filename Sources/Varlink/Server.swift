@@ -176,24 +176,14 @@ public final class VarlinkServer: Sendable {
         return fd
     }
 
-    /// Starts accepting connections.
+    /// Starts accepting connections (once: a stopped server does not start again).
     public func start() {
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
         spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
-        listen()
-    }
-
-    /// Watches the listener with a new read source (at start, and again after a pause), unless stopped.
-    private func listen() {
         let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
         source.setEventHandler { [weak self] in self?.acceptAll() }
-        let watching = state.withLock { state -> Bool in
-            guard !state.stopped else { return false }
-            state.source = SourceBox(source)
-            return true
-        }
         source.resume()
-        if !watching { source.cancel() }
+        state.withLock { $0.source = SourceBox(source) }
     }
 
     /// Stops accepting and closes every connection.
@@ -308,6 +298,7 @@ public final class VarlinkServer: Sendable {
     /// after the close).
     private static func refuse(_ fd: Int32, because reason: String) {
         let error = VarlinkReply(parameters: ["reason": .string(reason)], error: "io.netdevd.TooManyConnections")
+        // Dropping is right: a reply of two strings cannot fail to encode, and the close says the rest.
         if let bytes = try? VarlinkFraming.encode(error) {
             _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }

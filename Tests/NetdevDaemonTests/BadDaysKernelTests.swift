@@ -183,10 +183,14 @@ struct BadDaysKernelTests {
         return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
     }
 
+    /// Tests/Harness/hostile-client.py, run as `nobody` with `setpriv` (the system's python3, not one in root's
+    /// PATH that nobody may read) by `hostile(_:_:_:)`, and by `hostileClients` for the connections it holds open.
+    static let hostileScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Harness/hostile-client.py").path
+
     /// Runs the hostile client as `nobody`; returns its JSON line.
     static func hostile(_ socket: String, _ mode: String, _ amount: Int) throws -> [String: Any] {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Harness/hostile-client.py").path
+        let script = hostileScript
         let output = try run(
             [
                 "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", script, socket,
@@ -219,8 +223,7 @@ struct BadDaysKernelTests {
         defer { sampling.withLock { $0 = false } }
 
         // 1,000 connections from one user who never calls: 32 stay, the rest are closed at once.
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Harness/hostile-client.py").path
+        let script = Self.hostileScript
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
         holder.arguments = [
