@@ -156,6 +156,17 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
+        // The fuzz targets' checks (Fuzz/): what libFuzzer runs (make fuzz) and what the corpus replay test runs.
+        .target(
+            name: "FuzzChecks",
+            dependencies: [
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "Netlink", "Udev", "Systemd", "Varlink", "MobiusCore",
+                "Locking",
+            ],
+            path: "Fuzz/Checks",
+            swiftSettings: strict
+        ),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzChecks"], swiftSettings: strict),
         .testTarget(
             name: "MobiusTestTests",
             dependencies: ["MobiusCore", "MobiusCasePaths", "MobiusTest"],
@@ -186,6 +197,19 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
             path: "Benchmarks/SessionBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    )
+}
+
+// The libFuzzer entry point (Fuzz/Entry) joins the package only when NETDEVD_FUZZ is set: it has no main of its own
+// (libFuzzer's is linked in with -sanitize=fuzzer), so it builds only that way. `make fuzz` sets it.
+if ProcessInfo.processInfo.environment["NETDEVD_FUZZ"] != nil {
+    package.targets.append(
+        .executableTarget(
+            name: "netdevd-fuzz",
+            dependencies: ["FuzzChecks", "NetdevWire"],
+            path: "Fuzz/Entry",
+            swiftSettings: strict + [.unsafeFlags(["-parse-as-library"])]
         )
     )
 }

@@ -83,23 +83,27 @@ public struct ConfigurationLoader: Sendable {
                 builder.errors.append(Diagnostic(file: file, line: 0, message: "cannot be read: \(problem)"))
                 continue
             }
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                builder.errors.append(Diagnostic(file: file, line: 0, message: "is not UTF-8 text"))
-                continue
-            }
-            builder.parse(text, file: file)
+            builder.read(bytes, file: file)
         }
         builder.errors += listingErrors
-        return builder.errors.isEmpty
-            ? .loaded(builder.configuration, warnings: builder.warnings) : .rejected(builder.errors)
+        return builder.outcome
+    }
+
+    /// Builds the configuration from files already read, in order (the main file, then the drop-ins), as
+    /// ``load()`` does after reading them: each must be UTF-8 text.
+    public static func parse(files: [(name: String, bytes: [UInt8])]) -> Outcome {
+        var builder = Builder()
+        for file in files {
+            builder.read(file.bytes, file: file.name)
+        }
+        return builder.outcome
     }
 
     /// Parses one file's text.
     public static func parse(_ text: String, file: String = "netdevd.conf") -> Outcome {
         var builder = Builder()
         builder.parse(text, file: file)
-        return builder.errors.isEmpty
-            ? .loaded(builder.configuration, warnings: builder.warnings) : .rejected(builder.errors)
+        return builder.outcome
     }
 
     static let keys: [String: [String]] = [
@@ -115,6 +119,19 @@ private struct Builder {
     var configuration = Configuration()
     var warnings: [Diagnostic] = []
     var errors: [Diagnostic] = []
+
+    var outcome: ConfigurationLoader.Outcome {
+        errors.isEmpty ? .loaded(configuration, warnings: warnings) : .rejected(errors)
+    }
+
+    /// Parses one file's bytes, which must be UTF-8 text.
+    mutating func read(_ bytes: [UInt8], file: String) {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            errors.append(Diagnostic(file: file, line: 0, message: "is not UTF-8 text"))
+            return
+        }
+        parse(text, file: file)
+    }
 
     mutating func parse(_ text: String, file: String) {
         var section: String?

@@ -1,10 +1,11 @@
-import NetdevSession
-import Netlink
-import Udev
+public import NetdevSession
+public import Netlink
+public import Udev
 
 /// Turns the adapters' values into the session's: the one place where netlink and udev words meet the
-/// session's.
-enum KernelValues {
+/// session's. Contract: total (every value an adapter can produce converts, none traps), so whatever the kernel
+/// or udev sends reaches the session as an event; public for the fuzz targets, which check exactly that.
+public enum KernelValues {
     static func linkState(_ link: NetlinkLink) -> LinkState {
         LinkState(
             index: link.index,
@@ -51,7 +52,7 @@ enum KernelValues {
     }
 
     /// The session events a netlink message means (none for routes that are not main-table defaults).
-    static func events(_ message: RouteMessage) -> [Event] {
+    public static func events(_ message: RouteMessage) -> [Event] {
         switch message {
         case .newLink(let link):
             return [.linkChanged(linkState(link))]
@@ -70,7 +71,8 @@ enum KernelValues {
         }
     }
 
-    static func device(_ device: UdevDevice) -> Device {
+    /// The session's device for a udev device (no subsystem reads as the empty one).
+    public static func device(_ device: UdevDevice) -> Device {
         Device(
             syspath: device.syspath,
             sysname: device.sysname,
@@ -83,7 +85,7 @@ enum KernelValues {
     }
 
     /// The session event a udev event means.
-    static func event(_ device: UdevDevice) -> Event {
+    public static func event(_ device: UdevDevice) -> Event {
         if device.action == "remove" {
             return .deviceRemoved(syspath: device.syspath)
         }

@@ -84,8 +84,9 @@ public struct Journal: Sendable {
     public static func prefixedLines(_ entry: JournalEntry) -> String {
         let message = entry.value(of: .message) ?? ""
         let priority = entry.priority.rawValue
-        return message.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { "<\(priority)>\($0)\n" }
+        // Split on the byte journald splits on: a "\r\n" is one Character, which a split on "\n" would not cut.
+        return message.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
+            .map { "<\(priority)>\(String(decoding: $0, as: UTF8.self))\n" }
             .joined()
     }
 
@@ -95,7 +96,7 @@ public struct Journal: Sendable {
         let standard: Set<JournalFieldName> = [
             .message, .priority, .syslogIdentifier, .codeFile, .codeLine, .codeFunction,
         ]
-        let identifier = entry.value(of: .syslogIdentifier) ?? "-"
+        let identifier = (entry.value(of: .syslogIdentifier) ?? "-").replacingNewlines()
         let message = (entry.value(of: .message) ?? "").replacingNewlines()
         let extras = entry.fields.filter { !standard.contains($0.name) && $0.name != .messageID }
             .map { "\($0.name)=\(String(decoding: $0.value, as: UTF8.self).replacingNewlines())" }

@@ -10,17 +10,17 @@ import Glibc
 /// `continues: true` as often as needed and once without; ``isCancelled`` turns true (and ``onCancel(_:)`` runs)
 /// when the client goes away or was too slow.
 public final class VarlinkReplier: Sendable {
-    private weak let connection: Connection?
-    private let queue: DispatchQueue
+    /// Takes each reply message (NUL-terminated) and whether more follow: to a connection, or to an in-process
+    /// caller (``VarlinkServer/answer(_:from:replies:)``).
+    private let deliver: @Sendable (VarlinkReplier, _ message: [UInt8], _ continues: Bool) -> Void
     private let state = Locked<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>(
         (false, false, nil))
     /// The call being answered.
     public let call: VarlinkCall
 
-    init(connection: Connection, queue: DispatchQueue, call: VarlinkCall) {
-        self.connection = connection
-        self.queue = queue
+    init(call: VarlinkCall, deliver: @escaping @Sendable (VarlinkReplier, [UInt8], Bool) -> Void) {
         self.call = call
+        self.deliver = deliver
     }
 
     /// `true` once the client is gone; later replies are dropped.
@@ -55,9 +55,7 @@ public final class VarlinkReplier: Sendable {
         let message =
             Array((last ? #"{"parameters":"# : #"{"continues":true,"parameters":"#).utf8)
             + encodedParameters + Array("}".utf8) + [0]
-        queue.async { [weak connection] in
-            connection?.send(encoded: message, continues: !last, for: self)
-        }
+        deliver(self, message, !last)
     }
 
     /// Sends an error, which is always the last reply.
@@ -72,9 +70,9 @@ public final class VarlinkReplier: Sendable {
             return true
         }
         guard accepted else { return }
-        queue.async { [weak connection] in
-            connection?.send(reply, for: self)
-        }
+        // Parameters of JSON values always encode (no floats that JSON lacks reach a JSONValue); were one ever not
+        // to, nothing is sent but the call still ends, so the connection goes on with the next.
+        deliver(self, (try? VarlinkFraming.encode(reply)) ?? [], reply.continues)
     }
 
     func cancel() {
@@ -224,20 +222,17 @@ final class Connection: @unchecked Sendable {
             readSource?.resume()
         }
         let call: VarlinkCall
-        do {
-            call = try JSONDecoder().decode(VarlinkCall.self, from: Data(message))
-        } catch {
-            cutOff(
-                kind: "not-a-call", because: "sent a message that is not a Varlink call (\(JSONProblem.words(error)))")
+        switch VarlinkCall.decode(message) {
+        case .success(let decoded): call = decoded
+        case .failure(let problem):
+            cutOff(kind: "not-a-call", because: "sent a message that is not a Varlink call (\(problem))")
             return
         }
-        let replier = VarlinkReplier(connection: self, queue: queue, call: call)
+        let replier = VarlinkReplier(call: call) { [weak self, queue] replier, message, continues in
+            queue.async { [weak self] in self?.send(encoded: message, continues: continues, for: replier) }
+        }
         current = replier
         server.dispatch(call, peer: peer, replier: replier)
-    }
-
-    func send(_ reply: VarlinkReply, for replier: VarlinkReplier) {
-        send(encoded: (try? VarlinkFraming.encode(reply)) ?? [], continues: reply.continues, for: replier)
     }
 
     func send(encoded message: [UInt8], continues: Bool, for replier: VarlinkReplier) {

@@ -52,6 +52,23 @@ public struct VarlinkCall: Sendable, Equatable, Codable {
     }
 }
 
+extension VarlinkCall {
+    /// Why a message is not a call, in words a person can act on (``JSONProblem``).
+    public struct NotACall: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The reason.
+        public let description: String
+    }
+
+    /// The call in `message` (one framed message, without its NUL), as a connection reads it.
+    public static func decode(_ message: [UInt8]) -> Result<VarlinkCall, NotACall> {
+        do {
+            return .success(try JSONDecoder().decode(VarlinkCall.self, from: Data(message)))
+        } catch {
+            return .failure(NotACall(description: JSONProblem.words(error)))
+        }
+    }
+}
+
 /// A Varlink reply: parameters, or an error name with parameters; `continues` while more replies follow.
 public struct VarlinkReply: Sendable, Equatable, Codable {
     /// The reply's parameters.

@@ -16,6 +16,13 @@ public struct VarlinkPeer: Sendable, Equatable, CustomStringConvertible {
     /// The peer's group id.
     public var gid: UInt32
 
+    /// A peer with these credentials (the server reads them with `SO_PEERCRED`).
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+
     /// `pid 123 (uid 1000)`.
     public var description: String { "pid \(pid) (uid \(uid))" }
 }
@@ -367,6 +374,27 @@ public final class VarlinkServer: Sendable {
             return VarlinkPeer(pid: 0, uid: UInt32.max, gid: UInt32.max)
         }
         return VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
+    }
+
+    /// Answers one message as a connection from `peer` would have it answered, without a socket: `replies`
+    /// receives each reply message (NUL-terminated), in order, and none for a `oneway` call. The caller counts as
+    /// gone once the method has returned (a `Monitor` sends its first state only). Returns why the message is not a
+    /// call (a connection is closed for that), or `nil`. For fuzzing the whole path from bytes to replies, and for
+    /// in-process callers.
+    public func answer(
+        _ message: [UInt8], from peer: VarlinkPeer, replies: @escaping @Sendable ([UInt8]) -> Void
+    ) -> VarlinkCall.NotACall? {
+        let call: VarlinkCall
+        switch VarlinkCall.decode(message) {
+        case .success(let decoded): call = decoded
+        case .failure(let problem): return problem
+        }
+        let replier = VarlinkReplier(call: call) { replier, message, _ in
+            if !replier.call.oneway { replies(message) }
+        }
+        dispatch(call, peer: peer, replier: replier)
+        replier.cancel()
+        return nil
     }
 
     /// Routes one call; runs on the server queue.

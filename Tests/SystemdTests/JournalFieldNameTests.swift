@@ -54,6 +54,9 @@ struct JournalConsoleTests {
     func prefixed() {
         let entry = JournalEntry(message: "first\nsecond", priority: .warning)
         #expect(Journal.prefixedLines(entry) == "<4>first\n<4>second\n")
+        // CRLF (a hook's output, say): journald cuts at the "\n", so the next line must carry its priority too.
+        let crlf = JournalEntry(message: "first\r\nsecond", priority: .warning)
+        #expect(Journal.prefixedLines(crlf) == "<4>first\r\n<4>second\n")
     }
 
     @Test("readable lines show identifier, level, message and custom fields")
