@@ -57,6 +57,8 @@ public final class Daemon: Sendable {
     private let exitStatus = Locked<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     private let notifyWarned = Locked(false)
+    /// The manager's notification queue stayed full at the last send (see ``notify(_:)``).
+    private let notifyStalled = Locked(false)
     private let journalWarned = Locked(false)
 
     /// A daemon with `options`; nothing starts until ``run()``.
@@ -314,8 +316,23 @@ public final class Daemon: Sendable {
             case .status(let text): [.status(text)]
             }
         }
+        // While the manager reads nothing, later notifications are dropped at once instead of each waiting 5 s: the
+        // queue of watchdog pings and the stop's drain must not pile up behind a stuck manager.
+        let stalled = notifyStalled.withLock { $0 }
         do {
-            try notifier.send(fields)
+            try notifier.send(fields, waitMilliseconds: stalled ? 0 : 5_000)
+            if stalled {
+                notifyStalled.withLock { $0 = false }
+                log(5, "The service manager takes notifications again")
+            }
+        } catch .managerNotReading {
+            if !stalled {
+                notifyStalled.withLock { $0 = true }
+                log(
+                    4,
+                    "The service manager took no notification for 5 s (its queue stayed full): notifications are "
+                        + "dropped until it reads again. netdevd goes on")
+            }
         } catch {
             let warn = notifyWarned.withLock { warned -> Bool in
                 defer { warned = true }

@@ -42,8 +42,10 @@ public enum NotifyField: Sendable, Equatable {
 public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
     /// A custom key that is not `X_` followed by upper-case letters, digits and underscores.
     case invalidCustomKey(String)
-    /// sd_notify failed with this errno (for example the socket in NOTIFY_SOCKET does not exist).
+    /// Sending failed with this errno (for example the socket in NOTIFY_SOCKET does not exist).
     case sendFailed(errno: Int32)
+    /// The manager's queue stayed full for this long: the notification was dropped.
+    case managerNotReading(milliseconds: Int32)
 
     /// A sentence a person can act on.
     public var description: String {
@@ -52,6 +54,9 @@ public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
             "notify: custom key '\(key)' must start with X_ and contain only A-Z, 0-9 and _"
         case .sendFailed(let code):
             "notify: sending to NOTIFY_SOCKET failed: \(String(cString: strerror(code))) (errno \(code))"
+        case .managerNotReading(let milliseconds):
+            "notify: the service manager took no notification for \(milliseconds) ms (its queue stayed full); "
+                + "the notification was dropped"
         }
     }
 }
@@ -79,14 +84,49 @@ public struct ServiceNotifier: Sendable {
     }
 
     /// Sends `fields` in one datagram. Returns `false` when `NOTIFY_SOCKET` is unset (nothing sent).
+    ///
+    /// Unlike sd_notify(3), which blocks for as long as the manager's queue is full (a stuck manager would hold the
+    /// sender forever), this waits at most `waitMilliseconds` for room, then drops the notification and throws
+    /// ``NotifyError/managerNotReading(milliseconds:)``. Addresses as systemd 252 gives them: a path, or `@` and
+    /// an abstract name.
     @discardableResult
-    public func send(_ fields: [NotifyField]) throws(NotifyError) -> Bool {
+    public func send(_ fields: [NotifyField], waitMilliseconds: Int32 = 5_000) throws(NotifyError) -> Bool {
         let message = try Self.encode(fields)
-        let result = sd_notify(0, message)
-        if result < 0 {
-            throw .sendFailed(errno: -result)
+        guard let address = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }) else { return false }
+        var name = Array(address.utf8)
+        if name.first == UInt8(ascii: "@") {
+            name[0] = 0
+        } else if name.first != UInt8(ascii: "/") {
+            throw .sendFailed(errno: EAFNOSUPPORT)
         }
-        return result > 0
+        var socketAddress = sockaddr_un()
+        socketAddress.sun_family = sa_family_t(AF_UNIX)
+        guard name.count < MemoryLayout.size(ofValue: socketAddress.sun_path) else {
+            throw .sendFailed(errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &socketAddress.sun_path) { path in path.copyBytes(from: name) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + name.count)
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw .sendFailed(errno: errno) }
+        defer { close(fd) }
+        // Connected, so that poll says when the manager's queue has room again.
+        let connected = withUnsafePointer(to: &socketAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
+        }
+        guard connected == 0 else { throw .sendFailed(errno: errno) }
+        var waited = false
+        while true {
+            if Glibc.send(fd, message, message.utf8.count, Int32(MSG_NOSIGNAL)) >= 0 { return true }
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EAGAIN || code == EWOULDBLOCK, !waited else {
+                throw code == EAGAIN || code == EWOULDBLOCK
+                    ? .managerNotReading(milliseconds: waitMilliseconds) : .sendFailed(errno: code)
+            }
+            waited = true
+            var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&room, 1, waitMilliseconds)
+        }
     }
 
     /// The current CLOCK_MONOTONIC time in microseconds, for ``NotifyField/reloading(monotonicMicroseconds:)``.

@@ -23,7 +23,8 @@ final class ServiceLikeProcess {
         case file(String)
     }
 
-    init(_ arguments: [String], standardError: StandardError = .null) throws {
+    init(_ arguments: [String], standardError: StandardError = .null, environment extra: [String: String] = [:]) throws
+    {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -53,6 +54,7 @@ final class ServiceLikeProcess {
         var argv = arguments.map { strdup($0) } + [nil]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = nil
+        environment.merge(extra) { _, given in given }
         var envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             argv.forEach { free($0) }
@@ -407,6 +409,36 @@ struct BadDaysKernelTests {
         #expect(stuck - baseline < 48 * 1024)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("a service manager that reads no notification: netdevd goes on, says so once, and SIGTERM ends it, exit 0")
+    func notifySocketStuck() throws {
+        try withDirectory { directory in
+            // The manager's socket, never read: its queue fills with watchdog pings (every 25 ms), and sd_notify(3)
+            // would then block netdevd's notifications, and its stop, which waits for them, for good.
+            let manager = try NotifySocket()
+            let errors = directory + "/stderr"
+            let daemon = try ServiceLikeProcess(
+                arguments(directory, logTarget: "console"), standardError: .file(errors),
+                environment: ["NOTIFY_SOCKET": manager.path, "WATCHDOG_USEC": "50000"])
+            let socket = ["--socket", directory + "/io.netdevd"]
+            #expect(waitUntil(timeout: 10) { (try? netdevctl(["links"] + socket).status) == 0 })
+            #expect(
+                waitUntil(timeout: 15) {
+                    ((try? String(contentsOfFile: errors, encoding: .utf8)) ?? "").contains("took no notification")
+                })
+            try ipBatch(["link add ns0a type veth peer name ns0b"])
+            defer { _ = try? ipBatch(["link del ns0a"]) }
+            #expect(
+                waitUntil(timeout: 10) {
+                    (try? netdevctl(["links", "ns0a"] + socket))?.output.contains("ns0a") == true
+                })
+            kill(daemon.pid, SIGTERM)
+            #expect(describe(daemon.waitStatus(timeout: 15)) == "exited 0")
+            let said = (try? String(contentsOfFile: errors, encoding: .utf8)) ?? ""
+            #expect(said.components(separatedBy: "took no notification").count == 2, "\(said)")
+            withExtendedLifetime(manager) {}
+        }
     }
 
     @Test("--record into a pipe nobody reads: netdevd goes on, and SIGTERM still ends it (exit 0) with the loss said")

@@ -53,6 +53,33 @@ struct NotifierTests {
         #expect(throws: NotifyError.self) { try ServiceNotifier().send([.ready]) }
     }
 
+    @Test("a manager that reads nothing: a send waits at most its limit, then says so; the sender never hangs")
+    func managerNotReading() throws {
+        let stub = try NotifySocket()
+        setenv("NOTIFY_SOCKET", stub.path, 1)
+        defer { unsetenv("NOTIFY_SOCKET") }
+        // Fill the manager's queue (max_dgram_qlen datagrams, or its buffer), reading nothing. sd_notify(3) blocked
+        // here, for good.
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Protected<[String]>([])
+        Thread.detachNewThread {
+            for _ in 0..<100_000 {
+                do {
+                    try ServiceNotifier().send([.watchdog], waitMilliseconds: 200)
+                } catch {
+                    outcome.withLock { $0.append("\(error)") }
+                    break
+                }
+            }
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 20) == .success, "a send to a full queue is still blocked after 20 s")
+        #expect(outcome.withLock { $0 } == ["\(NotifyError.managerNotReading(milliseconds: 200))"])
+        // Once the manager reads, a notification goes through again.
+        #expect(stub.receive() == "WATCHDOG=1")
+        #expect(try ServiceNotifier().send([.ready], waitMilliseconds: 200))
+    }
+
     @Test("the watchdog interval comes from WATCHDOG_USEC, only for the process WATCHDOG_PID names")
     func watchdog() {
         setenv("WATCHDOG_USEC", "2000000", 1)
