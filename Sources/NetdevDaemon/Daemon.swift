@@ -137,6 +137,18 @@ public final class Daemon: Sendable {
             .addEventSource(ReadableEventSource.udev(monitor, queue: loopQueue, trim: trim, problem: problem))
             .addEventSource(ReadableEventSource.netlink(watcher, queue: loopQueue, trim: trim, problem: problem))
             .addEventSource(SignalEventSource(queue: signalQueue))
+        if monitor.source == .udev,
+            let restarts = ReadableEventSource.udevRestarts(
+                queue: loopQueue, problem: problem,
+                started: { [weak self] in
+                    self?.log(
+                        5,
+                        "udevd started: re-reading devices (the kernel's device events while it was down reached no "
+                            + "udev monitor, and udevd does not replay them)")
+                })
+        {
+            sources = sources.addEventSource(restarts)
+        }
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: signalQueue))
         }

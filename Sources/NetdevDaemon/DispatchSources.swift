@@ -229,3 +229,55 @@ public final class WatchdogEventSource: EventSource {
         return AnonymousDisposable { handle.cancel() }
     }
 }
+
+extension ReadableEventSource {
+    /// udevd (re)starting, seen as its control socket appearing in `/run/udev`: while udevd was down, the kernel's
+    /// uevents reached no udev monitor, and udevd does not replay them when it comes back, so the devices are
+    /// re-read (`monitorOverflowed(.udev)`); `started` is told first, for the log. `nil` when `/run/udev` cannot
+    /// be watched (it does not exist, or inotify is refused): then a restart of udevd goes unnoticed, as before.
+    /// The inotify descriptor lives as long as netdevd.
+    public static func udevRestarts(
+        queue: DispatchQueue, problem: @escaping SourceProblem, started: @escaping @Sendable () -> Void
+    ) -> ReadableEventSource? {
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard fd >= 0 else { return nil }
+        guard inotify_add_watch(fd, "/run/udev", UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 else {
+            close(fd)
+            return nil
+        }
+        return ReadableEventSource(
+            fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
+        ) {
+            var names: [String] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                names += Self.inotifyNames(buffer[0..<count])
+            }
+            guard names.contains("control") else { return [] }
+            started()
+            return [.monitorOverflowed(source: .udev)]
+        }
+    }
+
+    /// The file names in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes
+    /// of NUL-padded name).
+    static func inotifyNames(_ bytes: ArraySlice<UInt8>) -> [String] {
+        var names: [String] = []
+        var offset = bytes.startIndex
+        let header = 16
+        while offset + header <= bytes.endIndex {
+            let length = Int(
+                bytes[offset + 12..<offset + 16].withUnsafeBytes {
+                    $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self)
+                })
+            let end = min(offset + header + length, bytes.endIndex)
+            let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
+            names.append(String(decoding: name, as: UTF8.self))
+            offset = end
+        }
+        return names
+    }
+}

@@ -411,6 +411,58 @@ struct BadDaysKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
+    /// The harness's private processes named `prefix` (by /proc/PID/comm): those in this test's network namespace.
+    static func privateProcesses(_ prefix: String) -> [Int32] {
+        let ours = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
+        return pids.filter { pid in
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
+            return name.hasPrefix(prefix) && namespace == ours
+        }
+    }
+
+    @Test("udevd killed mid-burst and started again: the devices that came meanwhile are tracked once it is back")
+    func udevdRestarted() throws {
+        let udevd = Self.privateProcesses("systemd-udevd")
+        try #require(!udevd.isEmpty, "no private systemd-udevd in this namespace")
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let socket = ["--socket", daemon.socket]
+        try ipBatch((0..<20).map { "link add ur\($0)a type veth peer name ur\($0)b" })
+        defer { _ = try? ipBatch((0..<50).map { "link del ur\($0)a" }) }
+        // Killed mid-burst (its workers with it), as a crash or an OOM kill would: its control socket stays behind.
+        for pid in udevd + Self.privateProcesses("(udev-worker)") { kill(pid, SIGKILL) }
+        try ipBatch((20..<50).map { "link add ur\($0)a type veth peer name ur\($0)b" })
+        func devices() -> Int {
+            let listed = (try? netdevctl(["devices", "--subsystem", "net", "--no-legend"] + socket).output) ?? ""
+            return listed.split(separator: "\n").filter { $0.contains(" ur") }.count
+        }
+        #expect(
+            waitUntil(timeout: 10) {
+                (try? netdevctl(["links", "ur*", "--no-legend"] + socket))?.output
+                    .split(separator: "\n").count == 100
+            })
+        let whileDown = devices()
+        // Started again as the harness starts it; the harness stops whatever is left in the namespace at its end.
+        let restarted = Process()
+        restarted.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-udevd")
+        restarted.environment = ["SYSTEMD_LOG_TARGET": "console", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        restarted.standardOutput = FileHandle.nullDevice
+        restarted.standardError = FileHandle.nullDevice
+        try restarted.run()
+        let tracked = waitUntil(timeout: 20) { devices() == 100 }
+        print("udevdRestarted: \(whileDown) of 100 new net devices tracked while udevd was down, \(devices()) after")
+        #expect(tracked, "netdevd tracks \(devices()) of the 100 net devices after udevd came back")
+        let said = waitUntil(timeout: 10) {
+            let lines = (try? run("journalctl", "--no-pager", "-o", "cat", "_PID=\(daemon.process.processIdentifier)"))
+            return lines?.contains("udevd started: re-reading devices") == true
+        }
+        #expect(said, "no journal entry says udevd started")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
     @Test("a service manager that reads no notification: netdevd goes on, says so once, and SIGTERM ends it, exit 0")
     func notifySocketStuck() throws {
         try withDirectory { directory in
