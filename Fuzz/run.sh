@@ -4,7 +4,8 @@
 #
 #   Fuzz/run.sh BINARY [--runs N | --seconds S] [--jobs J] [--merge] [TARGET...]
 #
-# BINARY is the fuzz build (make fuzz builds it: swift build -c release --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address).
+# BINARY is the fuzz build (make fuzz builds it: swift build -c release --sanitize=fuzzer
+# -Xswiftc -sanitize=fuzzer,address).
 # Each target starts from its corpus in Fuzz/Corpus/TARGET and writes what it finds to .build-fuzz/corpus/TARGET,
 # so the repository's corpus changes only with --merge, which adds the inputs that reach new coverage. A crash is
 # written to .build-fuzz/crashes/TARGET-crash-*, reported with the command that reproduces it, and fails the run
@@ -44,13 +45,15 @@ mkdir -p "$work/logs" "$work/crashes"
 run_one() {
     local target=$1
     mkdir -p "$work/corpus/$target"
-    rm -f "$work/crashes/$target"-crash-*
+    rm -f "$work/crashes/$target"-*
     SWIFT_BACKTRACE=enable=no NETDEVD_FUZZ_TARGET=$target "$binary" "${limit[@]}" -max_len=4096 -print_final_stats=1 \
         -artifact_prefix="$work/crashes/$target-" "$work/corpus/$target" "Fuzz/Corpus/$target" \
         > "$work/logs/$target.log" 2>&1
-    if [ $merge = 1 ]; then
+    # Only a run that found nothing adds to the corpus (a crash's input is kept by hand, once it is fixed).
+    if [ $merge = 1 ] && [ -z "$(find "$work/crashes" -name "$target-*")" ]; then
         SWIFT_BACKTRACE=enable=no NETDEVD_FUZZ_TARGET=$target "$binary" -merge=1 "Fuzz/Corpus/$target" \
-            "$work/corpus/$target" >> "$work/logs/$target.merge.log" 2>&1
+            "$work/corpus/$target" > "$work/logs/$target.merge.log" 2>&1 ||
+            echo "Fuzz/run.sh: merging $target's corpus failed: see $work/logs/$target.merge.log" >&2
     fi
 }
 

@@ -100,7 +100,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
                 TimeSpan.parse("\(milliseconds)ms") == .success(.finite(milliseconds: milliseconds)),
                 "\(milliseconds)ms does not read as itself")
         case .success(.infinity):
-            require(text.contains("infinity"), "infinity from '\(text)'")
+            let trimmed = String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+            require(trimmed == "infinity", "infinity from '\(text)'")
         case .failure:
             break
         }
@@ -112,17 +113,17 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         guard let first = bytes.first else { return }
         let readSize = Int(first) % 61 + 1
         let stream = bytes.dropFirst()
-        let limit = 4096
+        let limit = 512
         var framing = VarlinkFraming(maximumMessageBytes: limit)
         var messages: [[UInt8]] = []
-        var tooLong = false
+        var refusedAt: Int?
         var offset = stream.startIndex
         while offset < stream.endIndex {
             let end = min(offset + readSize, stream.endIndex)
             do {
                 messages += try framing.append(stream[offset..<end])
             } catch {
-                tooLong = true
+                refusedAt = end
                 break
             }
             offset = end
@@ -130,9 +131,12 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         // The messages are the stream cut at each NUL, in order, none lost or merged.
         let expected = stream.split(separator: 0, omittingEmptySubsequences: false).dropLast().map(Array.init)
         require(Array(expected.prefix(messages.count)) == messages, "framing cut the stream wrongly")
-        if tooLong {
-            let unterminated = stream.split(separator: 0, omittingEmptySubsequences: false)[messages.count]
-            require(unterminated.count > limit, "a message of \(unterminated.count) bytes refused as too long")
+        if let refusedAt {
+            // Refused when what follows the last NUL read so far is longer than the limit (the connection is then
+            // closed, and the messages of that last read with it).
+            let afterLastMessage = stream[..<refusedAt].lastIndex(of: 0).map { $0 + 1 } ?? stream.startIndex
+            let unterminated = refusedAt - afterLastMessage
+            require(unterminated > limit, "\(unterminated) bytes without a NUL refused as too long")
         } else {
             require(messages.count == expected.count, "framing lost a message")
         }
@@ -297,10 +301,8 @@ final class MethodsFixture: Sendable {
     let view: MobiusCore.Connection<Model>
 
     private init() {
-        let path = "/tmp/netdevd-fuzz-\(getpid()).sock"
-        // Never started: the listening socket only satisfies the initialiser, and its name is gone at once.
-        let listener = (try? VarlinkServer.listen(on: path)) ?? -1
-        unlink(path)
+        // Never started: an unbound socket only satisfies the initialiser (no file, nothing listens).
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         server = VarlinkServer(
             listening: listener, interfaces: [service.interface], vendor: "fuzz", product: "netdevd", version: "0",
             url: "")

@@ -42,7 +42,7 @@ public struct DaemonOptions: Sendable {
 }
 
 /// netdevd: a MobiusController running the session, fed by the udev monitor, the rtnetlink watcher, signals and
-/// the watchdog, with effect handlers for enumeration, the journal, sd_notify, configuration, hooks, timers and
+/// the watchdog, with effect handlers for enumeration, the journal, notifications, configuration, hooks, timers and
 /// exit. One serial queue is the event loop; blocking work (dumps, configuration files, journal writes) runs
 /// elsewhere, and no hook is ever waited for.
 public final class Daemon: Sendable {
@@ -140,11 +140,13 @@ public final class Daemon: Sendable {
         if monitor.source == .udev,
             let restarts = ReadableEventSource.udevRestarts(
                 queue: loopQueue, problem: problem,
-                started: { [weak self] in
-                    self?.log(
-                        5,
-                        "udevd started: re-reading devices (the kernel's device events while it was down reached no "
-                            + "udev monitor, and udevd does not replay them)")
+                started: {
+                    guard maximumPriority >= 5 else { return }
+                    journalQueue.append(
+                        JournalEntry(
+                            message: "udevd started: re-reading devices (the kernel's device events while it was "
+                                + "down reached no udev monitor)",
+                            priority: .notice))
                 })
         {
             sources = sources.addEventSource(restarts)
@@ -337,13 +339,13 @@ public final class Daemon: Sendable {
                 notifyStalled.withLock { $0 = false }
                 log(5, "The service manager takes notifications again")
             }
-        } catch .managerNotReading {
+        } catch .managerNotReading(let milliseconds) {
             if !stalled {
                 notifyStalled.withLock { $0 = true }
                 log(
                     4,
-                    "The service manager took no notification for 5 s (its queue stayed full): notifications are "
-                        + "dropped until it reads again. netdevd goes on")
+                    "The service manager took no notification for \(milliseconds) ms (its queue stayed full): "
+                        + "notifications are dropped until it reads again. netdevd goes on")
             }
         } catch {
             let warn = notifyWarned.withLock { warned -> Bool in

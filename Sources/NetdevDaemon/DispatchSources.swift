@@ -231,11 +231,13 @@ public final class WatchdogEventSource: EventSource {
 }
 
 extension ReadableEventSource {
-    /// udevd (re)starting, seen as its control socket appearing in `/run/udev`: while udevd was down, the kernel's
-    /// uevents reached no udev monitor, and udevd does not replay them when it comes back, so the devices are
-    /// re-read (`monitorOverflowed(.udev)`); `started` is told first, for the log. `nil` when `/run/udev` cannot
-    /// be watched (it does not exist, or inotify is refused): then a restart of udevd goes unnoticed, as before.
-    /// The inotify descriptor lives as long as netdevd.
+    /// udevd (re)starting, seen as its control socket appearing in `/run/udev`. Where udevd runs without systemd
+    /// holding its sockets (a container, the test harness), the kernel's uevents while it was down reached no udev
+    /// monitor and are not replayed, so the devices are re-read (`monitorOverflowed(.udev)`); `started` is told
+    /// first, for the log. Under systemd the control socket outlives a restart and nothing fires (nor is needed:
+    /// the kernel socket, held by systemd, keeps the events). An event queue overflow or the watch's end (an event
+    /// without a name) re-reads too. `nil` when `/run/udev` cannot be watched (it does not exist, or inotify is
+    /// refused). The inotify descriptor lives as long as netdevd.
     public static func udevRestarts(
         queue: DispatchQueue, problem: @escaping SourceProblem, started: @escaping @Sendable () -> Void
     ) -> ReadableEventSource? {
@@ -256,7 +258,7 @@ extension ReadableEventSource {
                 guard count > 0 else { break }
                 names += Self.inotifyNames(buffer[0..<count])
             }
-            guard names.contains("control") else { return [] }
+            guard names.contains("control") || names.contains("") else { return [] }
             started()
             return [.monitorOverflowed(source: .udev)]
         }

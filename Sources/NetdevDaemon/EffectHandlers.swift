@@ -49,7 +49,7 @@ struct EffectHandlers: Sendable {
             .routeEffects(withParameters: \.logEntry).to { entry in
                 if entry.priority <= maximumPriority { journal.append(entry) }
             }
-            // Its own serial queue: sd_notify blocks while the manager's queue is full, and the loop must not.
+            // Its own serial queue: a notification waits up to 5 s while the manager's queue is full; the loop must not.
             .routeEffects(withParameters: \.notifications).on(queue: notifyQueue).to { notifications in
                 daemon.notify(notifications)
             }

@@ -114,18 +114,19 @@ public struct ServiceNotifier: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
         }
         guard connected == 0 else { throw .sendFailed(errno: errno) }
-        var waited = false
+        // Room can be taken by another service's notification before this one is sent (the manager's socket is
+        // shared), and a signal can cut a poll short: the wait is against a deadline, not one poll.
+        let wait = Int64(max(waitMilliseconds, 0))
+        let deadline = Self.monotonicMicroseconds() / 1000 + UInt64(wait)
         while true {
             if Glibc.send(fd, message, message.utf8.count, Int32(MSG_NOSIGNAL)) >= 0 { return true }
             let code = errno
             if code == EINTR { continue }
-            guard code == EAGAIN || code == EWOULDBLOCK, !waited else {
-                throw code == EAGAIN || code == EWOULDBLOCK
-                    ? .managerNotReading(milliseconds: waitMilliseconds) : .sendFailed(errno: code)
-            }
-            waited = true
+            guard code == EAGAIN || code == EWOULDBLOCK else { throw .sendFailed(errno: code) }
+            let now = Self.monotonicMicroseconds() / 1000
+            guard now < deadline else { throw .managerNotReading(milliseconds: Int32(wait)) }
             var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            _ = poll(&room, 1, waitMilliseconds)
+            _ = poll(&room, 1, Int32(deadline - now))
         }
     }
 

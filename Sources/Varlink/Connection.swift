@@ -6,7 +6,8 @@ import Locking
 import Glibc
 #endif
 
-/// Answers one call: replies go back on the server's queue, in order. For a call with `more`, reply with
+/// Answers one call: replies go back in order (through the server's queue to a connection, or to the caller of
+/// ``VarlinkServer/answer(_:from:replies:)`` on the thread that replies). For a call with `more`, reply with
 /// `continues: true` as often as needed and once without; ``isCancelled`` turns true (and ``onCancel(_:)`` runs)
 /// when the client goes away or was too slow.
 public final class VarlinkReplier: Sendable {

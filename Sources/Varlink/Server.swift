@@ -390,14 +390,15 @@ public final class VarlinkServer: Sendable {
         case .failure(let problem): return problem
         }
         let replier = VarlinkReplier(call: call) { replier, message, _ in
-            if !replier.call.oneway { replies(message) }
+            if !replier.call.oneway && !message.isEmpty { replies(message) }
         }
         dispatch(call, peer: peer, replier: replier)
         replier.cancel()
         return nil
     }
 
-    /// Routes one call; runs on the server queue.
+    /// Routes one call: on the server queue for a connection's call, on the caller's thread for
+    /// ``answer(_:from:replies:)`` (it reads only what never changes after init).
     func dispatch(_ call: VarlinkCall, peer: VarlinkPeer, replier: VarlinkReplier) {
         if call.interface == "org.varlink.service" {
             switch call.member {

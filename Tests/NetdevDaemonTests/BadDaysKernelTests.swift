@@ -429,8 +429,8 @@ struct BadDaysKernelTests {
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         let socket = ["--socket", daemon.socket]
+        defer { for index in 0..<50 { _ = try? ip("link", "del", "ur\(index)a") } }
         try ipBatch((0..<20).map { "link add ur\($0)a type veth peer name ur\($0)b" })
-        defer { _ = try? ipBatch((0..<50).map { "link del ur\($0)a" }) }
         // Killed mid-burst (its workers with it), as a crash or an OOM kill would: its control socket stays behind.
         for pid in udevd + Self.privateProcesses("(udev-worker)") { kill(pid, SIGKILL) }
         try ipBatch((20..<50).map { "link add ur\($0)a type veth peer name ur\($0)b" })
