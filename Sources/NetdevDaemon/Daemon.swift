@@ -59,7 +59,9 @@ public final class Daemon: Sendable {
     private let notifyWarned = Locked(false)
     /// The manager's notification queue stayed full at the last send (see ``notify(_:)``).
     private let notifyStalled = Locked(false)
-    private let journalWarned = Locked(false)
+    /// Journal writes that failed since the last one that did not, the last failure's reason, and whether any
+    /// failure was reported on standard error yet.
+    private let journalFailures = Locked((lost: 0, reason: "", warned: false))
 
     /// A daemon with `options`; nothing starts until ``run()``.
     public init(options: DaemonOptions) {
@@ -297,19 +299,38 @@ public final class Daemon: Sendable {
         send(journalEntry)
     }
 
-    /// Writes `entry`; the first failure is reported on standard error, later ones are counted there too rarely
-    /// to matter, so a broken journal is noticed without flooding the console.
+    /// Writes `entry`. The first failure ever is reported on standard error (later ones are not, so a broken
+    /// journal does not flood the console); entries that fail are counted, and the first entry the journal takes
+    /// again is followed by a warning saying how many were lost and why (journald restarted, say).
     func send(_ entry: JournalEntry) {
         do {
             try journal.send(entry)
         } catch {
-            let first = journalWarned.withLock { warned -> Bool in
-                defer { warned = true }
-                return !warned
+            let first = journalFailures.withLock { state -> Bool in
+                state.lost += 1
+                state.reason = "\(error)"
+                defer { state.warned = true }
+                return !state.warned
             }
             if first {
                 writeToStandardError("netdevd: \(error); further journal failures are not reported\n")
             }
+            return
+        }
+        let lost = journalFailures.withLock { state -> (count: Int, reason: String)? in
+            guard state.lost > 0 else { return nil }
+            defer { state.lost = 0 }
+            return (state.lost, state.reason)
+        }
+        guard let lost else { return }
+        let warning = JournalEntry(
+            message: "\(lost.count) journal entries were lost while the journal took none (\(lost.reason)). netdevd's "
+                + "state is unaffected: netdevctl shows it",
+            priority: .warning)
+        do {
+            try journal.send(warning)
+        } catch {
+            journalFailures.withLock { $0.lost += lost.count + 1 }
         }
     }
 

@@ -463,6 +463,43 @@ struct BadDaysKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
+    @Test("journald killed mid-burst and started again: the loop goes on, entries resume, the loss is said")
+    func journaldRestarted() throws {
+        let journald = try #require(Self.privateJournald(), "no private systemd-journald in this namespace")
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let pid = daemon.process.processIdentifier
+        let pairs = 100
+        defer { for index in 0..<pairs { _ = try? ip("link", "del", "jr\(index)a") } }
+        try ipBatch((0..<pairs / 2).map { "link add jr\($0)a type veth peer name jr\($0)b" })
+        // Killed mid-burst, as an OOM kill would: its socket stays behind, and every write to it is refused.
+        kill(journald, SIGKILL)
+        try ipBatch((pairs / 2..<pairs).map { "link add jr\($0)a type veth peer name jr\($0)b" })
+        let listed = waitUntil(timeout: 20) {
+            let links = (try? netdevctl(["links", "jr*", "--no-legend", "--socket", daemon.socket]).output) ?? ""
+            return links.split(separator: "\n").count == 2 * pairs
+        }
+        #expect(listed, "netdevd did not list all \(2 * pairs) links while journald was down")
+        // Started again as the harness starts it; the harness stops whatever is left in the namespace at its end.
+        let restarted = Process()
+        restarted.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-journald")
+        restarted.environment = ["SYSTEMD_LOG_TARGET": "console", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        restarted.standardOutput = FileHandle.nullDevice
+        restarted.standardError = FileHandle.nullDevice
+        try restarted.run()
+        #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: "/run/systemd/journal/socket") })
+        try ip("link", "add", "jrafter", "type", "veth", "peer", "name", "jrafter1")
+        defer { _ = try? ip("link", "del", "jrafter") }
+        let after = try journal(of: daemon, "NETDEVD_IFNAME", "jrafter") { !$0.isEmpty }
+        #expect(!after.isEmpty, "no entry for a link added after journald came back")
+        let lost = try run("journalctl", "--no-pager", "--all", "-o", "cat", "_PID=\(pid)")
+            .split(separator: "\n").filter { $0.contains("journal entries were lost") }
+        print("journaldRestarted: \(lost)")
+        #expect(lost.count == 1, "the loss is said once, after journald is back: \(lost)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
     @Test("a service manager that reads no notification: netdevd goes on, says so once, and SIGTERM ends it, exit 0")
     func notifySocketStuck() throws {
         try withDirectory { directory in
