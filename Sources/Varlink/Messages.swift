@@ -41,14 +41,16 @@ public struct VarlinkCall: Sendable, Equatable, Codable {
         if more { try container.encode(true, forKey: .more) }
     }
 
-    /// The interface part of the method (`io.netdevd` of `io.netdevd.GetState`).
+    /// The interface part of the method (`io.netdevd` of `io.netdevd.GetState`): everything before the last dot,
+    /// as written, so `io..netdevd.GetState` names the interface `io..netdevd` (which no one serves), not
+    /// `io.netdevd`.
     public var interface: String {
-        method.split(separator: ".").dropLast().joined(separator: ".")
+        method.lastIndex(of: ".").map { String(method[..<$0]) } ?? ""
     }
 
-    /// The member part of the method (`GetState`).
+    /// The member part of the method (`GetState`): everything after the last dot.
     public var member: String {
-        method.split(separator: ".").last.map(String.init) ?? ""
+        method.lastIndex(of: ".").map { String(method[method.index(after: $0)...]) } ?? method
     }
 }
 

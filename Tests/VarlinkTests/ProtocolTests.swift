@@ -188,6 +188,13 @@ struct ProtocolTests {
         ) {
             try client.call("org.varlink.service.GetInterfaceDescription", ["interface": .string("org.example.nope")])
         }
+        // An empty segment is part of the name as written (a fuzzer found "io..netdevd.Monitor" served as Monitor).
+        #expect(
+            throws: VarlinkClientError.error(
+                name: VarlinkStandardError.interfaceNotFound, parameters: ["interface": .string("org..example.test")])
+        ) {
+            try client.call("org..example.test.Echo", ["text": .string("x")])
+        }
         #expect(
             try client.call("org.example.test.Echo", ["text": .string("still served")])["text"]
                 == .string("still served"))
