@@ -245,6 +245,7 @@ final class Connection: @unchecked Sendable {
                     "Closed the control connection of \(peer): it left more than "
                         + "\(limits.maximumPendingOutputBytes) bytes of replies unread (io.netdevd.ClientTooSlow)")
                 let error = VarlinkReply(parameters: [:], error: "io.netdevd.ClientTooSlow")
+                // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
                 output += (try? VarlinkFraming.encode(error)) ?? []
                 closeWhenFlushed = true
                 replier.cancel()

@@ -366,13 +366,18 @@ struct BadDaysKernelTests {
 
     /// The harness's private systemd-journald: the one in this test's network namespace.
     static func privateJournald() -> Int32? {
-        let ours = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/net")
-        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap(Int32.init) ?? []
-        return pids.first { pid in
-            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-            let namespace = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/ns/net")
-            return name.hasPrefix("systemd-journal") && namespace == ours
-        }
+        privateProcesses("systemd-journal").first
+    }
+
+    /// Starts `daemon` (udevd, journald) again as the harness starts it, after a test killed the harness's own; the
+    /// harness stops whatever is left in the namespace at its end.
+    static func startAgain(_ daemon: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: daemon)
+        process.environment = ["SYSTEMD_LOG_TARGET": "console", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
     }
 
     @Test("journald stuck (SIGSTOP) through a burst: the loop goes on, memory stays bounded, entries resume after")
@@ -444,13 +449,7 @@ struct BadDaysKernelTests {
                     .split(separator: "\n").count == 100
             })
         let whileDown = devices()
-        // Started again as the harness starts it; the harness stops whatever is left in the namespace at its end.
-        let restarted = Process()
-        restarted.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-udevd")
-        restarted.environment = ["SYSTEMD_LOG_TARGET": "console", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
-        restarted.standardOutput = FileHandle.nullDevice
-        restarted.standardError = FileHandle.nullDevice
-        try restarted.run()
+        try Self.startAgain("/lib/systemd/systemd-udevd")
         let tracked = waitUntil(timeout: 20) { devices() == 100 }
         print("udevdRestarted: \(whileDown) of 100 new net devices tracked while udevd was down, \(devices()) after")
         #expect(tracked, "netdevd tracks \(devices()) of the 100 net devices after udevd came back")
@@ -480,13 +479,7 @@ struct BadDaysKernelTests {
             return links.split(separator: "\n").count == 2 * pairs
         }
         #expect(listed, "netdevd did not list all \(2 * pairs) links while journald was down")
-        // Started again as the harness starts it; the harness stops whatever is left in the namespace at its end.
-        let restarted = Process()
-        restarted.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-journald")
-        restarted.environment = ["SYSTEMD_LOG_TARGET": "console", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
-        restarted.standardOutput = FileHandle.nullDevice
-        restarted.standardError = FileHandle.nullDevice
-        try restarted.run()
+        try Self.startAgain("/lib/systemd/systemd-journald")
         #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: "/run/systemd/journal/socket") })
         try ip("link", "add", "jrafter", "type", "veth", "peer", "name", "jrafter1")
         defer { _ = try? ip("link", "del", "jrafter") }

@@ -241,16 +241,22 @@ struct ProtocolTests {
         #expect(received.withLock { $0 } == [0, 1, 2, 3])
     }
 
-    @Test("a monitor that does not read gets a bounded buffer, then an error and a close; others are served")
-    func slowReader() throws {
-        var limits = VarlinkLimits()
-        limits.maximumPendingOutputBytes = 64 * 1024
-        let server = try TestServer(limits: limits)
+    /// A client with a 4 KiB receive buffer subscribed to `Ticks`, which reads none of its replies.
+    static func subscribeReadingNothing(_ server: TestServer) -> RawConnection {
         let slow = RawConnection(server.path)
         var size: Int32 = 4096
         setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         slow.write(#"{"method":"org.example.test.Ticks","more":true}"#)
         for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        return slow
+    }
+
+    @Test("a monitor that does not read gets a bounded buffer, then an error and a close; others are served")
+    func slowReader() throws {
+        var limits = VarlinkLimits()
+        limits.maximumPendingOutputBytes = 64 * 1024
+        let server = try TestServer(limits: limits)
+        let slow = Self.subscribeReadingNothing(server)
         for n in 1...2_000 { server.tick(n) }
         usleep(200_000)
         #expect(try VarlinkClient(path: server.path).call("org.example.test.Empty") == [:])
@@ -392,17 +398,15 @@ struct ProtocolTests {
         var limits = VarlinkLimits()
         limits.idleTimeoutMilliseconds = 300
         let server = try TestServer(limits: limits)
-        let slow = RawConnection(server.path)
-        var size: Int32 = 4096
-        setsockopt(slow.fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        slow.write(#"{"method":"org.example.test.Ticks","more":true}"#)
-        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        let slow = Self.subscribeReadingNothing(server)
         // 200 KB of replies: more than the socket holds, far less than the 4 MiB that would cut it off.
         for n in 1...200 { server.tick(n) }
         #expect(waitUntil(timeout: 3) { server.server.connectionCount == 0 })
         #expect(
             server.noticeMessages.contains { $0.hasSuffix("it read none of its replies for 300 ms") },
             "\(server.noticeMessages)")
+        // Open until here: the server, not the client's close, ends the connection.
+        withExtendedLifetime(slow) {}
     }
 
     @Test("many small calls in one read all come out, and a message split across reads is joined")
