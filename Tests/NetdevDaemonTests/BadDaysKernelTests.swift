@@ -472,6 +472,12 @@ struct BadDaysKernelTests {
         defer { for index in 0..<pairs { _ = try? ip("link", "del", "jr\(index)a") } }
         try ipBatch((0..<pairs / 2).map { "link add jr\($0)a type veth peer name jr\($0)b" })
         // Killed mid-burst, as an OOM kill would: its socket stays behind, and every write to it is refused.
+        let socket = "/run/systemd/journal/socket"
+        func inode() -> UInt64? {
+            var status = stat()
+            return stat(socket, &status) == 0 ? UInt64(status.st_ino) : nil
+        }
+        let stale = inode()
         kill(journald, SIGKILL)
         try ipBatch((pairs / 2..<pairs).map { "link add jr\($0)a type veth peer name jr\($0)b" })
         let listed = waitUntil(timeout: 20) {
@@ -480,7 +486,8 @@ struct BadDaysKernelTests {
         }
         #expect(listed, "netdevd did not list all \(2 * pairs) links while journald was down")
         try Self.startAgain("/lib/systemd/systemd-journald")
-        #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: "/run/systemd/journal/socket") })
+        // The killed journald's socket file stays: the new one is up once it has bound a socket of its own there.
+        #expect(waitUntil(timeout: 10) { inode().map { $0 != stale } ?? false }, "journald did not come back")
         try ip("link", "add", "jrafter", "type", "veth", "peer", "name", "jrafter1")
         defer { _ = try? ip("link", "del", "jrafter") }
         let after = try journal(of: daemon, "NETDEVD_IFNAME", "jrafter") { !$0.isEmpty }
