@@ -495,7 +495,39 @@ else
     fail "u. udev source: '$source_line'; netdevctl did not list e2eu0's device in 10 s: $(paste -sd' ' "$WORK/u-device.txt" 2>/dev/null)"
 fi
 nsenter -t "$L" -n ip link del e2eu0
+
+# ---- v. udevd gone: killed while netdevd runs, then a start with its stale control socket ---------------------------
+# udevd killed as a crash or an OOM kill would leaves /run/udev/control behind, with nothing listening (this udevd
+# runs without systemd's socket units). Link changes with no uevent following make netdevd probe the socket table
+# (/proc/self/net/unix, readable under ProcSubset=pid) and, with --udev-source auto, follow the kernel's uevents.
+C systemctl kill -s KILL e2e-udevd.service
+nsenter -t "$L" -n ip link add e2ev0 type veth peer name e2ev1
+t=$(now)
+v_device() { C netdevctl device e2ev0 > "$WORK/v-device.txt" 2>&1; }
+v_said() {
+    C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=netdevd > "$WORK/v-journal.txt"
+    grep -q "following the kernel's raw uevents" "$WORK/v-journal.txt"
+}
+if wait_until 20 v_said && wait_until 10 v_device; then
+    pass "v. udevd killed: $(grep "following the kernel's raw uevents" "$WORK/v-journal.txt" | cut -c1-160); e2ev0's device tracked $(since "$t") s after 'ip link add'"
+else
+    indent < "$WORK/v-journal.txt"
+    fail "v. udevd killed: netdevd did not say it follows the kernel's uevents, or did not track e2ev0's device: $(paste -sd' ' "$WORK/v-device.txt" 2>/dev/null)"
+fi
+nsenter -t "$L" -n ip link del e2ev0
+C test -S /run/udev/control && say "v. /run/udev/control stays after udevd's death: $(C ls -l /run/udev/control)"
+C systemctl restart netdevd.service
+nsenter -t "$L" -n ip link add e2ev2 type veth peer name e2ev3
+v_device() { C netdevctl device e2ev2 > "$WORK/v-device.txt" 2>&1; }
+source_line=$(C journalctl -u netdevd.service --no-pager -o cat SYSLOG_IDENTIFIER=netdevd | grep 'Monitoring udev source' | tail -1)
+if wait_until 10 v_device && echo "$source_line" | grep -q "source 'kernel' (auto: udevd is not running"; then
+    pass "v. start with a stale /run/udev/control: '$source_line'; e2ev2's device tracked"
+else
+    fail "v. start with a stale /run/udev/control: '$source_line'; e2ev2's device: $(paste -sd' ' "$WORK/v-device.txt" 2>/dev/null)"
+fi
+nsenter -t "$L" -n ip link del e2ev2
 C systemctl stop e2e-udevd.service
+C rm -f /run/udev/control
 C systemctl restart netdevd.service
 
 # ---- g. clean stop, purge leaves nothing ------------------------------------------------------------------------------

@@ -102,10 +102,19 @@ public final class Daemon: Sendable {
             log(3, "netdevd cannot start: \(error)")
             return 1
         }
-        let sourceNote =
-            options.udevSource == .auto && monitor.source == .kernel
-            ? " (auto: udevd is not running, so raw kernel uevents without udev's properties)" : ""
+        let udevd = UdevdStatus.probe()
+        var sourceNote = ""
+        if options.udevSource == .auto, monitor.source == .kernel, case .notRunning(let reason) = udevd {
+            sourceNote =
+                " (auto: udevd is not running, \(reason); raw kernel uevents without udev's properties until it starts)"
+        }
         log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
+        if options.udevSource == .udev, case .notRunning(let reason) = udevd {
+            log(
+                4,
+                "udevd is not running (\(reason)): no device events arrive until it starts (--udev-source udev; "
+                    + "'auto' follows the kernel's uevents meanwhile)")
+        }
         if !monitor.receiveBufferRaised {
             // Unreadable in some sandboxes (ProcSubset=pid): then the value is left out, not shown as "?".
             let limit: String
@@ -133,26 +142,23 @@ public final class Daemon: Sendable {
             if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
         }
         let trim = MemoryTrim(queue: loopQueue)
+        let devices = DeviceEventSource(
+            monitor: monitor, follow: options.udevSource == .auto, queue: loopQueue, trim: trim, problem: problem
+        ) { priority, text in
+            if priority.rawValue <= maximumPriority {
+                journalQueue.append(JournalEntry(message: text, priority: priority))
+            }
+        }
         var sources = CompositeEventSourceBuilder<Event>()
             // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
             // without waking another thread.
-            .addEventSource(ReadableEventSource.udev(monitor, queue: loopQueue, trim: trim, problem: problem))
-            .addEventSource(ReadableEventSource.netlink(watcher, queue: loopQueue, trim: trim, problem: problem))
+            .addEventSource(devices)
+            .addEventSource(
+                ReadableEventSource.netlink(
+                    watcher, queue: loopQueue, trim: trim, problem: problem,
+                    linksAnnounced: { devices.kernelAnnouncedLinks() })
+            )
             .addEventSource(SignalEventSource(queue: signalQueue))
-        if monitor.source == .udev,
-            let restarts = ReadableEventSource.udevRestarts(
-                queue: loopQueue, problem: problem,
-                started: {
-                    guard maximumPriority >= 5 else { return }
-                    journalQueue.append(
-                        JournalEntry(
-                            message: "udevd started: re-reading devices (the kernel's device events while it was "
-                                + "down reached no udev monitor)",
-                            priority: .notice))
-                })
-        {
-            sources = sources.addEventSource(restarts)
-        }
         if let interval = ServiceNotifier.watchdogInterval() {
             sources = sources.addEventSource(WatchdogEventSource(intervalMicroseconds: interval, queue: signalQueue))
         }

@@ -158,10 +158,11 @@ extension ReadableEventSource {
     }
 
     /// rtnetlink changes as session events; an overflow, or a malformed message (something was not understood,
-    /// so the model may be wrong), becomes `monitorOverflowed(.netlink)`.
+    /// so the model may be wrong), becomes `monitorOverflowed(.netlink)`. `linksAnnounced` is told after a read
+    /// with links added, changed or removed (the device source watches for uevents that should follow).
     public static func netlink(
         _ watcher: RouteWatcher, queue: DispatchQueue, trim: MemoryTrim? = nil,
-        problem: @escaping SourceProblem
+        problem: @escaping SourceProblem, linksAnnounced: (@Sendable () -> Void)? = nil
     )
         -> ReadableEventSource
     {
@@ -175,6 +176,7 @@ extension ReadableEventSource {
                 problem("ignored a malformed rtnetlink message: \(malformed)")
             }
             let lost = batch.overflowed || !batch.malformed.isEmpty
+            if let linksAnnounced, batch.messages.contains(where: \.isLink) { linksAnnounced() }
             return batch.messages.flatMap(KernelValues.events) + (lost ? [.monitorOverflowed(source: .netlink)] : [])
         }
     }
@@ -230,56 +232,12 @@ public final class WatchdogEventSource: EventSource {
     }
 }
 
-extension ReadableEventSource {
-    /// udevd (re)starting, seen as its control socket appearing in `/run/udev`. Where udevd runs without systemd
-    /// holding its sockets (a container, the test harness), the kernel's uevents while it was down reached no udev
-    /// monitor and are not replayed, so the devices are re-read (`monitorOverflowed(.udev)`); `started` is told
-    /// first, for the log. Under systemd the control socket outlives a restart and nothing fires (nor is needed:
-    /// the kernel socket, held by systemd, keeps the events). An event queue overflow or the watch's end (an event
-    /// without a name) re-reads too. `nil` when `/run/udev` cannot be watched (it does not exist, or inotify is
-    /// refused). The inotify descriptor lives as long as netdevd.
-    public static func udevRestarts(
-        queue: DispatchQueue, problem: @escaping SourceProblem, started: @escaping @Sendable () -> Void
-    ) -> ReadableEventSource? {
-        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
-        guard fd >= 0 else { return nil }
-        guard inotify_add_watch(fd, "/run/udev", UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 else {
-            close(fd)
-            return nil
+extension RouteMessage {
+    /// A link added, changed or removed.
+    fileprivate var isLink: Bool {
+        switch self {
+        case .newLink, .deletedLink: true
+        case .newAddress, .deletedAddress, .newRoute, .deletedRoute: false
         }
-        return ReadableEventSource(
-            fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
-        ) {
-            var names: [String] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                names += Self.inotifyNames(buffer[0..<count])
-            }
-            guard names.contains("control") || names.contains("") else { return [] }
-            started()
-            return [.monitorOverflowed(source: .udev)]
-        }
-    }
-
-    /// The file names in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes
-    /// of NUL-padded name).
-    static func inotifyNames(_ bytes: ArraySlice<UInt8>) -> [String] {
-        var names: [String] = []
-        var offset = bytes.startIndex
-        let header = 16
-        while offset + header <= bytes.endIndex {
-            let length = Int(
-                bytes[offset + 12..<offset + 16].withUnsafeBytes {
-                    $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self)
-                })
-            let end = min(offset + header + length, bytes.endIndex)
-            let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
-            names.append(String(decoding: name, as: UTF8.self))
-            offset = end
-        }
-        return names
     }
 }

@@ -12,12 +12,12 @@ public enum UdevSource: String, Sendable, Codable, CaseIterable {
     case udev
     /// Raw kernel uevents, before udevd; always delivered, without udev's properties.
     case kernel
-    /// `udev` when udevd runs (`/run/udev/control` exists), otherwise `kernel`.
+    /// `udev` when udevd runs (something listens on `/run/udev/control`: ``UdevdStatus``), otherwise `kernel`.
     case auto
 
     /// The concrete source `auto` stands for on this system now.
     public static func resolvedAuto() -> UdevSource {
-        access("/run/udev/control", F_OK) == 0 ? .udev : .kernel
+        UdevdStatus.probe() == .running ? .udev : .kernel
     }
 }
 
@@ -59,19 +59,26 @@ public struct UdevBatch: Sendable, Equatable {
 /// The socket is non-blocking: wrap ``fileDescriptor`` in a Dispatch read source and call ``readAvailable()``
 /// when it fires; it drains every pending event and reports an overflow (ENOBUFS) in the batch, never as
 /// silence. The receive buffer is raised to 128 MiB by default (libudev uses SO_RCVBUFFORCE when it may).
+///
+/// The source can be changed while it runs (``switchSource(to:)``): the monitor then listens on a new socket.
 public final class UdevMonitor: Sendable {
     /// The source in use: `udev` or `kernel`, never `auto` (which is resolved when the monitor is made).
-    public let source: UdevSource
+    public var source: UdevSource {
+        handle.withLock { $0.source }
+    }
     /// The subsystems it listens to; empty means all. The kernel (or udevd) filters them out before they are
     /// copied to netdevd, with a socket filter that libudev installs.
     public var subsystems: [String] {
         handle.withLock { $0.subsystems }
     }
-    /// The monitor's socket, for a Dispatch read source. Owned by the monitor.
-    public let fileDescriptor: Int32
+    /// The monitor's socket, for a Dispatch read source. Owned by the monitor; it changes with the source.
+    public var fileDescriptor: Int32 {
+        handle.withLock { udev_monitor_get_fd($0.monitor) }
+    }
     /// Whether the receive buffer could be raised to the size asked for (it needs CAP_NET_ADMIN past rmem_max).
     public let receiveBufferRaised: Bool
 
+    private let receiveBufferBytes: Int32
     private let handle: Locked<MonitorHandle>
 
     /// Opens a monitor of `source` for `subsystems` (all when empty) and starts receiving.
@@ -81,18 +88,32 @@ public final class UdevMonitor: Sendable {
         receiveBufferBytes: Int32 = 128 * 1024 * 1024
     ) throws(UdevError) {
         let resolved = source == .auto ? UdevSource.resolvedAuto() : source
-        let handle = try MonitorHandle(source: resolved)
-        try handle.filter(subsystems: subsystems, install: false)
-        // Raising the buffer past rmem_max needs CAP_NET_ADMIN; without it the monitor works with the default
-        // buffer (and reports overflows, as always), so this is not a reason to fail.
-        receiveBufferRaised = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes) >= 0
-        let enabled = udev_monitor_enable_receiving(handle.monitor)
-        guard enabled >= 0 else {
-            throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)
-        }
-        self.source = resolved
-        self.fileDescriptor = udev_monitor_get_fd(handle.monitor)
+        let (handle, raised) = try MonitorHandle.receiving(
+            source: resolved, subsystems: subsystems, receiveBufferBytes: receiveBufferBytes)
+        self.receiveBufferRaised = raised
+        self.receiveBufferBytes = receiveBufferBytes
         self.handle = Locked(handle)
+    }
+
+    /// Listens to `source` (`udev` or `kernel`; `auto` resolves now) from now on, with the same subsystems and
+    /// receive buffer. The monitor gets a new socket: ``fileDescriptor`` changes and the old socket is closed, so
+    /// stop watching it first; events still queued on it are lost (re-read the devices after a switch).
+    public func switchSource(to source: UdevSource) throws(UdevError) {
+        let resolved = source == .auto ? UdevSource.resolvedAuto() : source
+        let outcome: Result<MonitorHandle, UdevError> = handle.withLock { handle in
+            guard handle.source != resolved else { return .success(handle) }
+            let opened = Result { () throws(UdevError) in
+                try MonitorHandle.receiving(
+                    source: resolved, subsystems: handle.subsystems, receiveBufferBytes: receiveBufferBytes
+                ).handle
+            }
+            guard case .success(let new) = opened else { return opened }
+            let old = handle
+            handle = new
+            return .success(old)
+        }
+        // The old handle (and its socket) goes here, outside the lock.
+        _ = try outcome.get()
     }
 
     /// Listens to `subsystems` from now on (all when empty); events of others already queued may still arrive.
@@ -141,7 +162,27 @@ public final class UdevMonitor: Sendable {
 final class MonitorHandle {
     let context: OpaquePointer
     let monitor: OpaquePointer
+    let source: UdevSource
     private(set) var subsystems: [String] = []
+
+    /// A monitor of `source` for `subsystems`, receiving; `raised` tells whether the receive buffer is
+    /// `receiveBufferBytes`.
+    static func receiving(
+        source: UdevSource, subsystems: [String], receiveBufferBytes: Int32
+    ) throws(UdevError)
+        -> (handle: MonitorHandle, raised: Bool)
+    {
+        let handle = try MonitorHandle(source: source)
+        try handle.filter(subsystems: subsystems, install: false)
+        // Raising the buffer past rmem_max needs CAP_NET_ADMIN; without it the monitor works with the default
+        // buffer (and reports overflows, as always), so this is not a reason to fail.
+        let raised = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes) >= 0
+        let enabled = udev_monitor_enable_receiving(handle.monitor)
+        guard enabled >= 0 else {
+            throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)
+        }
+        return (handle, raised)
+    }
 
     /// Matches `subsystems` only; `install` applies the new filter to a monitor that is already receiving.
     func filter(subsystems: [String], install: Bool) throws(UdevError) {
@@ -169,6 +210,7 @@ final class MonitorHandle {
         }
         self.context = context
         self.monitor = monitor
+        self.source = source
     }
 
     deinit {

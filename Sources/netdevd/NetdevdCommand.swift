@@ -28,7 +28,7 @@ struct NetdevdCommand: ParsableCommand {
     @Option(help: "The control socket's path.")
     var socket = "/run/netdevd/io.netdevd"
 
-    @Option(help: "The uevent source: auto (udev when udevd runs), udev or kernel.")
+    @Option(help: "The uevent source: auto (udev while udevd runs, kernel while it does not), udev or kernel.")
     var udevSource: UdevSourceOption = .auto
 
     @Option(help: "Where to log: auto, journal or console.")

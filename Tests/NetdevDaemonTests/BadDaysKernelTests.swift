@@ -2,6 +2,7 @@ import Foundation
 import KernelTestSupport
 import NetdevSession
 import Testing
+import Udev
 import Varlink
 
 /// netdevd started the way systemd starts a service: an empty signal mask, default dispositions (the test
@@ -427,37 +428,105 @@ struct BadDaysKernelTests {
         }
     }
 
-    @Test("udevd killed mid-burst and started again: the devices that came meanwhile are tracked once it is back")
-    func udevdRestarted() throws {
-        let udevd = Self.privateProcesses("systemd-udevd")
+    /// The harness's udevd and its workers, killed as a crash or an OOM kill would: the control socket stays.
+    static func killUdevd() throws {
+        let udevd = privateProcesses("systemd-udevd")
         try #require(!udevd.isEmpty, "no private systemd-udevd in this namespace")
-        let daemon = try RunningDaemon()
+        for pid in udevd + privateProcesses("(udev-worker)") { kill(pid, SIGKILL) }
+        #expect(waitUntil(timeout: 5) { privateProcesses("systemd-udevd").isEmpty })
+    }
+
+    /// Starts the udevd a test killed again, if it is not back yet, and waits until it listens: the tests after
+    /// this one need it, whether this one passed or not.
+    static func ensureUdevd() {
+        if privateProcesses("systemd-udevd").isEmpty { _ = try? startAgain("/lib/systemd/systemd-udevd") }
+        _ = waitUntil(timeout: 10) { UdevdStatus.probe() == .running }
+    }
+
+    /// The lines netdevd wrote to the journal so far.
+    static func journalLines(of daemon: RunningDaemon) -> String {
+        (try? run("journalctl", "--no-pager", "-o", "cat", "_PID=\(daemon.process.processIdentifier)")) ?? ""
+    }
+
+    /// How many tracked net devices' names start with `prefix`.
+    static func netDevices(_ prefix: String, of daemon: RunningDaemon) -> Int {
+        let listed =
+            (try? netdevctl(["devices", "--subsystem", "net", "--no-legend", "--socket", daemon.socket]).output) ?? ""
+        return listed.split(separator: "\n").filter { $0.contains(" \(prefix)") }.count
+    }
+
+    @Test(
+        "udevd killed mid-burst: 'auto' follows the kernel meanwhile, 'udev' says so; both track all once it is back",
+        arguments: [UdevSource.auto, .udev])
+    func udevdRestarted(source: UdevSource) throws {
+        defer { Self.ensureUdevd() }
+        let daemon = try RunningDaemon(extraArguments: ["--udev-source", source.rawValue])
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         let socket = ["--socket", daemon.socket]
         defer { for index in 0..<50 { _ = try? ip("link", "del", "ur\(index)a") } }
+        defer { _ = try? ip("link", "del", "urafter") }
         try ipBatch((0..<20).map { "link add ur\($0)a type veth peer name ur\($0)b" })
-        // Killed mid-burst (its workers with it), as a crash or an OOM kill would: its control socket stays behind.
-        for pid in udevd + Self.privateProcesses("(udev-worker)") { kill(pid, SIGKILL) }
+        try Self.killUdevd()
         try ipBatch((20..<50).map { "link add ur\($0)a type veth peer name ur\($0)b" })
-        func devices() -> Int {
-            let listed = (try? netdevctl(["devices", "--subsystem", "net", "--no-legend"] + socket).output) ?? ""
-            return listed.split(separator: "\n").filter { $0.contains(" ur") }.count
-        }
         #expect(
             waitUntil(timeout: 10) {
                 (try? netdevctl(["links", "ur*", "--no-legend"] + socket))?.output
                     .split(separator: "\n").count == 100
             })
-        let whileDown = devices()
-        try Self.startAgain("/lib/systemd/systemd-udevd")
-        let tracked = waitUntil(timeout: 20) { devices() == 100 }
-        print("udevdRestarted: \(whileDown) of 100 new net devices tracked while udevd was down, \(devices()) after")
-        #expect(tracked, "netdevd tracks \(devices()) of the 100 net devices after udevd came back")
-        let said = waitUntil(timeout: 10) {
-            let lines = (try? run("journalctl", "--no-pager", "-o", "cat", "_PID=\(daemon.process.processIdentifier)"))
-            return lines?.contains("udevd started: re-reading devices") == true
+        let outage =
+            source == .auto
+            ? "udevd is not running (nothing listens on /run/udev/control, left by a udevd that stopped) and "
+                + "no device events followed the kernel's link changes: following the kernel's raw uevents"
+            : "udevd is not running (nothing listens on /run/udev/control, left by a udevd that stopped): "
+                + "no device events arrive until it starts again"
+        #expect(waitUntil(timeout: 15) { Self.journalLines(of: daemon).contains(outage) }, "not said: \(outage)")
+        if source == .auto {
+            #expect(
+                waitUntil(timeout: 10) { Self.netDevices("ur", of: daemon) == 100 },
+                "with udevd gone, 'auto' tracks \(Self.netDevices("ur", of: daemon)) of the 100 net devices")
         }
-        #expect(said, "no journal entry says udevd started")
+        let whileDown = Self.netDevices("ur", of: daemon)
+        try Self.startAgain("/lib/systemd/systemd-udevd")
+        let tracked = waitUntil(timeout: 20) { Self.netDevices("ur", of: daemon) == 100 }
+        print(
+            "udevdRestarted(\(source)): \(whileDown) of 100 new net devices tracked while udevd was down, "
+                + "\(Self.netDevices("ur", of: daemon)) after")
+        #expect(
+            tracked, "netdevd tracks \(Self.netDevices("ur", of: daemon)) of the 100 net devices after udevd came back")
+        let back =
+            source == .auto
+            ? "udevd started: device events from udevd again, with udev's properties; re-reading devices"
+            : "udevd started: re-reading devices"
+        #expect(waitUntil(timeout: 10) { Self.journalLines(of: daemon).contains(back) }, "not said: \(back)")
+        // Events come from udevd again: a new device has the properties udevd adds.
+        try ip("link", "add", "urafter", "type", "veth", "peer", "name", "urafter1")
+        let fromUdevd = waitUntil(timeout: 10) {
+            (try? netdevctl(["device", "urafter"] + socket))?.output.contains("ID_NET_DRIVER=veth") == true
+        }
+        #expect(fromUdevd, "a device added after udevd came back lacks udev's properties")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("a stale /run/udev/control at start: 'auto' takes the kernel's uevents and tracks every device")
+    func staleUdevControlSocket() throws {
+        defer { Self.ensureUdevd() }
+        try Self.killUdevd()
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        defer { for index in 0..<50 { _ = try? ip("link", "del", "us\(index)a") } }
+        try ipBatch((0..<50).map { "link add us\($0)a type veth peer name us\($0)b" })
+        let tracked = waitUntil(timeout: 10) { Self.netDevices("us", of: daemon) == 100 }
+        print("staleUdevControlSocket: \(Self.netDevices("us", of: daemon)) of 100 new net devices tracked")
+        #expect(tracked, "netdevd tracks \(Self.netDevices("us", of: daemon)) of 100 new net devices")
+        #expect(
+            Self.journalLines(of: daemon).contains(
+                "Monitoring udev source 'kernel' (auto: udevd is not running, nothing listens on /run/udev/control"))
+        try Self.startAgain("/lib/systemd/systemd-udevd")
+        #expect(
+            waitUntil(timeout: 10) {
+                Self.journalLines(of: daemon).contains("udevd started: device events from udevd again")
+            })
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
