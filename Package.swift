@@ -152,7 +152,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevDaemonTests",
-            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Varlink", "KernelTestSupport"],
+            dependencies: [
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev", "Varlink",
+                "KernelTestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),

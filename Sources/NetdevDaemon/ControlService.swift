@@ -83,7 +83,9 @@ public final class ControlService: Sendable {
         }
     }
 
-    /// `value` as JSON bytes, encoded once for every monitor.
+    /// `value` as JSON bytes, encoded once for every monitor. `nil` does not happen for netdevd's reports (strings,
+    /// integers, booleans and collections of them; JSONEncoder fails only on non-finite floats and throwing custom
+    /// encodings); callers answer an empty object rather than stop.
     static func encoded(_ value: some Encodable) -> [UInt8]? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

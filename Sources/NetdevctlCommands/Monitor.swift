@@ -55,7 +55,7 @@ struct Monitor: ParsableCommand {
                 let previous = replies.state.map(filter.apply)
                 let state: StateReport
                 do throws(CommandFailure) {
-                    guard let next = try replies.apply(reply) else { return true }
+                    let next = try replies.apply(reply)
                     state = filter.apply(next)
                 } catch {
                     failure = error
@@ -218,14 +218,17 @@ struct MonitorFilter: Sendable {
 struct MonitorReplies {
     private(set) var state: StateReport?
 
-    /// Applies `reply`; returns the state after it, or `nil` for a reply this netdevctl does not understand.
-    mutating func apply(_ reply: [String: JSONValue]) throws(CommandFailure) -> StateReport? {
-        if let first = try? reply["state"]?.decode(as: StateReport.self) {
-            state = first
-            return first
+    /// Applies `reply`; returns the state after it. A reply this netdevctl does not understand is an error, not
+    /// skipped: skipping it would show a state that is not netdevd's.
+    mutating func apply(_ reply: [String: JSONValue]) throws(CommandFailure) -> StateReport {
+        if let first = reply["state"] {
+            guard let decoded = try? first.decode(as: StateReport.self) else { throw Self.notUnderstood("state") }
+            state = decoded
+            return decoded
         }
-        guard let current = state, let change = try? reply["change"]?.decode(as: ChangeReport.self) else {
-            return nil
+        guard let current = state else { throw Self.notUnderstood("first reply (no state)") }
+        guard let change = try? reply["change"]?.decode(as: ChangeReport.self) else {
+            throw Self.notUnderstood("change")
         }
         guard change.sequence == current.sequence + 1 else {
             throw CommandFailure(
@@ -235,5 +238,11 @@ struct MonitorReplies {
         let next = current.applying(change)
         state = next
         return next
+    }
+
+    private static func notUnderstood(_ what: String) -> CommandFailure {
+        CommandFailure(
+            status: 1,
+            message: "netdevctl: netdevd sent a \(what) this netdevctl does not understand (is it older than netdevd?)")
     }
 }

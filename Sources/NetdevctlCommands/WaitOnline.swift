@@ -72,7 +72,7 @@ struct WaitOnline: ParsableCommand {
             try client.callWithMore("io.netdevd.Monitor") { reply in
                 let state: StateReport
                 do throws(CommandFailure) {
-                    guard let next = try replies.apply(reply) else { return true }
+                    let next = try replies.apply(reply)
                     state = next
                 } catch {
                     failure = error
