@@ -153,11 +153,13 @@ let package = Package(
         .testTarget(
             name: "NetdevDaemonTests",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev", "Varlink",
-                "KernelTestSupport",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Varlink", "KernelTestSupport",
             ],
             swiftSettings: strict
         ),
+        .testTarget(
+            name: "NetdevctlCommandsTests", dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink"],
+            swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         // The fuzz targets' checks (Fuzz/): what libFuzzer runs (make fuzz) and what the corpus replay test runs.
         .target(

@@ -143,7 +143,8 @@ public final class Daemon: Sendable {
         }
         let trim = MemoryTrim(queue: loopQueue)
         let devices = DeviceEventSource(
-            monitor: monitor, follow: options.udevSource == .auto, queue: loopQueue, trim: trim, problem: problem
+            monitor: monitor, follow: options.udevSource == .auto, udevdRunning: udevd == .running, queue: loopQueue,
+            trim: trim, problem: problem
         ) { priority, text in
             if priority.rawValue <= maximumPriority {
                 journalQueue.append(JournalEntry(message: text, priority: priority))

@@ -17,14 +17,16 @@ import Glibc
 ///   most one probe in 10 s. If udevd is gone, `follow` (`--udev-source auto`) switches the monitor to the kernel's
 ///   raw uevents and re-reads the devices (`monitorOverflowed(.udev)`); without it (`--udev-source udev`) the
 ///   outage is said, once.
-/// - **udevd (re)started**, seen as its control socket appearing in `/run/udev` (inotify). Where udevd runs without
+/// - **udevd (re)started**, seen as its control socket appearing in `/run/udev` (inotify; `/run` until `/run/udev`
+///   exists, and again if it goes; once the watch is in place, a probe catches a udevd that started before). Where
+///   udevd runs without
 ///   systemd holding its sockets (a container, the test harness), the kernel's uevents while it was down reached no
 ///   udev monitor and are not replayed, so the devices are re-read; with `follow`, a monitor that fell back to the
 ///   kernel goes back to udevd first. Under systemd the control socket outlives a restart and nothing fires (nor is
 ///   needed: the kernel socket, held by systemd, keeps the events). An inotify queue overflow probes instead.
 ///
-/// Everything happens on `queue`, the loop's. A monitor of source `kernel` without `follow` is only read: the
-/// kernel's uevents never stop.
+/// Everything happens on `queue`, the loop's (checked where it matters). A monitor of source `kernel` without
+/// `follow` is only read: the kernel's uevents never stop.
 ///
 /// `@unchecked Sendable`: the mutable state is set in ``subscribe(consumer:)`` before anything is read, then read
 /// and written only on `queue`.
@@ -40,8 +42,11 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     private let say: @Sendable (JournalPriority, String) -> Void
 
     private var consumer: Consumer<Event>?
+    /// The source read, or being switched to.
     private var source: UdevSource
     private var reading: (any Disposable)?
+    /// The source to switch to once the current reading has stopped.
+    private var pendingSwitch: UdevSource?
     private var restarts: (any Disposable)?
     private var timer: PollerTimer?
     /// Uevents heard so far, and when the kernel's link changes started the current check.
@@ -55,10 +60,11 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     private var outage = false
     private var disposed = false
 
-    /// Device events from `monitor`, read on `queue`; `follow` lets the source change with udevd (`auto`). `say`
-    /// logs what changed for the operator; `problem` reports read errors.
+    /// Device events from `monitor`, read on `queue`; `follow` lets the source change with udevd (`auto`).
+    /// `udevdRunning` is what the start found (an outage it found is said then, not again here). `say` logs what
+    /// changed for the operator; `problem` reports read errors.
     public init(
-        monitor: UdevMonitor, follow: Bool, queue: DispatchQueue, trim: MemoryTrim? = nil,
+        monitor: UdevMonitor, follow: Bool, udevdRunning: Bool, queue: DispatchQueue, trim: MemoryTrim? = nil,
         problem: @escaping SourceProblem, say: @escaping @Sendable (JournalPriority, String) -> Void
     ) {
         self.monitor = monitor
@@ -68,6 +74,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         self.problem = problem
         self.say = say
         self.source = monitor.source
+        self.outage = monitor.source == .udev && !udevdRunning
     }
 
     /// Starts reading, and watching udevd.
@@ -80,6 +87,9 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             }?.subscribe { _ in }
         }
         startReading()
+        if restarts != nil {
+            queue.async { [weak self] in self?.checkStartedBeforeWatching() }
+        }
         return AnonymousDisposable { [self] in
             queue.async { [self] in
                 disposed = true
@@ -93,46 +103,54 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     /// The kernel announced links added, changed or removed (on the queue). Net devices come with uevents for the
     /// first and last, so if none arrive the source may have gone quiet.
     public func kernelAnnouncedLinks() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard source == .udev, !outage else { return }
         if checkPending {
             announcedSinceCheck = true
             return
         }
-        let now = PollerTimer.now()
-        if let lastProbe, now < lastProbe + Self.probeInterval { return }
-        startCheck(now: now)
+        startCheck()
     }
 
-    /// Looks at the uevents heard in 2 s from `now`.
-    private func startCheck(now: UInt64) {
+    /// Looks at the uevents heard in 2 s from now, or when the last probe is 10 s old, whichever is later (a
+    /// change within those 10 s is checked then, not forgotten).
+    private func startCheck() {
         guard let timer else { return }
         checkPending = true
         announcedSinceCheck = false
         heardAtAnnouncement = heard.value
-        timer.schedule(atUptimeNanoseconds: now + Self.quietAfter)
+        let earliest = lastProbe.map { $0 + Self.probeInterval } ?? 0
+        timer.schedule(atUptimeNanoseconds: max(PollerTimer.now() + Self.quietAfter, earliest))
     }
 
     private func startReading() {
         guard let consumer else { return }
+        reading?.dispose()
         let heard = heard
         let reader = ReadableEventSource.udev(monitor, queue: queue, trim: trim, problem: problem)
-        reading = reader.subscribe { event in
-            heard.value &+= 1
-            consumer(event)
-        }
+        reading = reader.subscribe(
+            consumer: { event in
+                heard.value &+= 1
+                consumer(event)
+            },
+            stopped: { [weak self] in self?.readingStopped() })
     }
 
     private func checkQuiet() {
+        dispatchPrecondition(condition: .onQueue(queue))
         checkPending = false
         guard !disposed, source == .udev, !outage else { return }
         if heard.value != heardAtAnnouncement {
             // udevd spoke since the check began; whether it answers the links announced after that is the next
             // check's question.
-            if announcedSinceCheck { startCheck(now: PollerTimer.now()) }
+            if announcedSinceCheck { startCheck() }
             return
         }
         lastProbe = PollerTimer.now()
-        guard case .notRunning(let reason) = UdevdStatus.probe() else { return }
+        guard case .notRunning(let reason) = UdevdStatus.probe() else {
+            if announcedSinceCheck { startCheck() }
+            return
+        }
         outage = true
         if follow {
             say(
@@ -149,8 +167,17 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         }
     }
 
-    /// Something appeared in /run/udev (on the queue); `nil` when inotify's queue overflowed, so it is not known.
+    /// A udevd that started between the start's probe and the watch on `/run/udev` made no inotify event.
+    private func checkStartedBeforeWatching() {
+        guard !disposed, (follow && source == .kernel) || outage, UdevdStatus.probe() == .running else { return }
+        udevdStarted(named: "control")
+    }
+
+    /// Something appeared in /run/udev (on the queue): udevd's control socket (`control`; it is bound before
+    /// udevd listens on it, so that is not probed), or `nil` when it is not known what (inotify's queue
+    /// overflowed, or the watch moved), and a probe decides.
     private func udevdStarted(named name: String?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !disposed else { return }
         if name == nil, UdevdStatus.probe() != .running { return }
         outage = false
@@ -167,21 +194,29 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     }
 
     /// Reads from a new socket of `new`, and re-reads the devices: events on the old socket are lost with it.
+    /// `source` says `new` at once (what is decided next builds on it); the switch itself waits until the old
+    /// socket is no longer watched, since switching closes it.
     private func switchSource(to new: UdevSource) {
-        // The old socket is unregistered (queued first) before the switch closes it.
-        reading?.dispose()
-        reading = nil
-        queue.async { [self] in
-            guard !disposed else { return }
-            do {
-                try monitor.switchSource(to: new)
-                source = new
-            } catch {
-                say(.warning, "The device source stays '\(source.rawValue)': \(error)")
-            }
-            startReading()
-            consumer?(.monitorOverflowed(source: .udev))
+        source = new
+        pendingSwitch = new
+        if let reading {
+            self.reading = nil
+            reading.dispose()
         }
+    }
+
+    /// The reading of the old socket has stopped (on the queue): a pending switch happens now.
+    private func readingStopped() {
+        guard let new = pendingSwitch, !disposed else { return }
+        pendingSwitch = nil
+        do {
+            try monitor.switchSource(to: new)
+        } catch {
+            source = monitor.source
+            say(.warning, "The device source stays '\(source.rawValue)': \(error)")
+        }
+        startReading()
+        consumer?(.monitorOverflowed(source: .udev))
     }
 
     /// A count kept on the queue. `@unchecked Sendable`: read and written only on the source's queue.
@@ -190,54 +225,102 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     }
 
     /// Tells `appeared` about udevd's control socket appearing in `/run/udev` (its name, `control`), or about
-    /// inotify having lost events (`nil`). `nil` when `/run/udev` cannot be watched (it does not exist, or inotify
-    /// is refused). The inotify descriptor lives as long as netdevd.
+    /// something that needs a probe (`nil`): inotify lost events, `/run/udev` appeared (watched through `/run` while
+    /// it does not exist) or went. `nil` when neither can be watched (inotify refused). The inotify descriptor lives
+    /// as long as netdevd.
     static func controlSocketCreated(
         queue: DispatchQueue, problem: @escaping SourceProblem, appeared: @escaping @Sendable (String?) -> Void
     ) -> ReadableEventSource? {
         let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         guard fd >= 0 else { return nil }
-        guard inotify_add_watch(fd, "/run/udev", UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 else {
+        let watches = RunUdevWatches(inotify: fd)
+        guard watches.watch() else {
             close(fd)
             return nil
         }
         return ReadableEventSource(
             fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
         ) {
-            var names: [String] = []
+            var events: [InotifyEvent] = []
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 guard count > 0 else { break }
-                names += inotifyNames(buffer[0..<count])
+                events += inotifyEvents(buffer[0..<count])
             }
-            // An event without a name is inotify's own (IN_Q_OVERFLOW, or the watch's end).
-            if names.contains("control") {
+            var created = events.contains { $0.watch == watches.udev && $0.name == "control" }
+            // An event without a name is inotify's own (IN_Q_OVERFLOW, or a watch's end: IN_IGNORED).
+            let unsure = events.contains { $0.name.isEmpty || ($0.watch == watches.run && $0.name == "udev") }
+            if unsure {
+                let wasWatched = watches.udev != nil
+                _ = watches.watch()
+                // A /run/udev just made may hold udevd's control socket already, made before the watch was.
+                if !wasWatched && watches.udev != nil && access("/run/udev/control", F_OK) == 0 { created = true }
+            }
+            if created {
                 appeared("control")
-            } else if names.contains("") {
+            } else if unsure {
                 appeared(nil)
             }
             return []
         }
     }
 
-    /// The file names in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes
-    /// of NUL-padded name).
-    static func inotifyNames(_ bytes: ArraySlice<UInt8>) -> [String] {
-        var names: [String] = []
+    /// One event of a read of inotify events.
+    struct InotifyEvent: Equatable {
+        var watch: Int32
+        var name: String
+    }
+
+    /// The events in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes of
+    /// NUL-padded name).
+    static func inotifyEvents(_ bytes: ArraySlice<UInt8>) -> [InotifyEvent] {
+        var events: [InotifyEvent] = []
         var offset = bytes.startIndex
         let header = 16
         while offset + header <= bytes.endIndex {
-            let length = Int(
-                bytes[offset + 12..<offset + 16].withUnsafeBytes {
-                    $0.loadUnaligned(fromByteOffset: 0, as: UInt32.self)
-                })
-            let end = min(offset + header + length, bytes.endIndex)
+            let (watch, length) = bytes[offset..<offset + header].withUnsafeBytes {
+                (
+                    $0.loadUnaligned(fromByteOffset: 0, as: Int32.self),
+                    $0.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
+                )
+            }
+            let end = min(offset + header + Int(length), bytes.endIndex)
             let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
-            names.append(String(decoding: name, as: UTF8.self))
+            events.append(InotifyEvent(watch: watch, name: String(decoding: name, as: UTF8.self)))
             offset = end
         }
-        return names
+        return events
+    }
+
+    /// The inotify watch on `/run/udev`, or on `/run` while `/run/udev` does not exist. `@unchecked Sendable`: made
+    /// before reading starts, then used only on the source's queue (in its read).
+    private final class RunUdevWatches: @unchecked Sendable {
+        private let inotify: Int32
+        private(set) var udev: Int32?
+        private(set) var run: Int32?
+
+        init(inotify: Int32) {
+            self.inotify = inotify
+        }
+
+        /// Watches `/run/udev` if it exists (and then not `/run`), else `/run` for it to appear. False when neither
+        /// can be watched.
+        func watch() -> Bool {
+            let udevWatch = inotify_add_watch(inotify, "/run/udev", UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
+            if udevWatch >= 0 {
+                udev = udevWatch
+                if let run { _ = inotify_rm_watch(inotify, run) }
+                run = nil
+                return true
+            }
+            udev = nil
+            guard run == nil else { return true }
+            let runWatch = inotify_add_watch(inotify, "/run", UInt32(IN_CREATE | IN_MOVED_TO | IN_ONLYDIR))
+            guard runWatch >= 0 else { return false }
+            run = runWatch
+            return true
+        }
     }
 }

@@ -60,6 +60,14 @@ public final class ReadableEventSource: EventSource {
 
     /// Starts reading.
     public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
+        subscribe(consumer: consumer, stopped: nil)
+    }
+
+    /// Starts reading; once the subscription is disposed and the descriptor is no longer watched (on the queue),
+    /// `stopped` is called: from then on the descriptor may be closed.
+    public func subscribe(
+        consumer: @escaping Consumer<Event>, stopped: (@Sendable () -> Void)?
+    ) -> any Disposable {
         let subscription = Subscription()
         let readPending: @Sendable () -> Void = { [read, failure, problem, trim] in
             guard !subscription.cancelled else { return }
@@ -78,6 +86,8 @@ public final class ReadableEventSource: EventSource {
         } else {
             let source = DispatchSource.makeReadSource(fileDescriptor: fileDescriptor, queue: queue)
             source.setEventHandler(handler: readPending)
+            // libdispatch may use the descriptor until its cancel handler has run.
+            if let stopped { source.setCancelHandler(handler: stopped) }
             subscription.source = source
             source.resume()
         }
@@ -85,7 +95,10 @@ public final class ReadableEventSource: EventSource {
         return AnonymousDisposable {
             queue.async {
                 subscription.cancelled = true
-                if let token = subscription.token { Poller.shared?.unregister(token) }
+                if let token = subscription.token {
+                    Poller.shared?.unregister(token)
+                    stopped?()
+                }
                 subscription.source?.cancel()
             }
         }

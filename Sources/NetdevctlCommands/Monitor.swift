@@ -226,7 +226,10 @@ struct MonitorReplies {
             state = decoded
             return decoded
         }
-        guard let current = state else { throw Self.notUnderstood("first reply (no state)") }
+        guard let current = state else {
+            throw CommandFailure(
+                status: 1, message: "netdevctl: netdevd's first Monitor reply has no state (a change came first)")
+        }
         guard let change = try? reply["change"]?.decode(as: ChangeReport.self) else {
             throw Self.notUnderstood("change")
         }

@@ -509,25 +509,97 @@ struct BadDaysKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
-    @Test("a stale /run/udev/control at start: 'auto' takes the kernel's uevents and tracks every device")
-    func staleUdevControlSocket() throws {
+    @Test(
+        "stale /run/udev/control at start: 'auto' tracks all via the kernel, 'udev' says so once; both resume",
+        arguments: [UdevSource.auto, .udev])
+    func staleUdevControlSocket(source: UdevSource) throws {
         defer { Self.ensureUdevd() }
         try Self.killUdevd()
-        let daemon = try RunningDaemon()
+        let daemon = try RunningDaemon(extraArguments: ["--udev-source", source.rawValue])
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         defer { for index in 0..<50 { _ = try? ip("link", "del", "us\(index)a") } }
         try ipBatch((0..<50).map { "link add us\($0)a type veth peer name us\($0)b" })
-        let tracked = waitUntil(timeout: 10) { Self.netDevices("us", of: daemon) == 100 }
-        print("staleUdevControlSocket: \(Self.netDevices("us", of: daemon)) of 100 new net devices tracked")
-        #expect(tracked, "netdevd tracks \(Self.netDevices("us", of: daemon)) of 100 new net devices")
+        let outage = "udevd is not running (nothing listens on /run/udev/control"
+        if source == .auto {
+            let tracked = waitUntil(timeout: 10) { Self.netDevices("us", of: daemon) == 100 }
+            print("staleUdevControlSocket(auto): \(Self.netDevices("us", of: daemon)) of 100 new net devices tracked")
+            #expect(tracked, "netdevd tracks \(Self.netDevices("us", of: daemon)) of 100 new net devices")
+            #expect(
+                Self.journalLines(of: daemon).contains(
+                    "Monitoring udev source 'kernel' (auto: udevd is not running, nothing listens on /run/udev/control"
+                ))
+        } else {
+            // The start said it; the links' changes with no uevent after them must not make netdevd say it again.
+            Thread.sleep(forTimeInterval: 3)
+            let said = Self.journalLines(of: daemon).split(separator: "\n").filter { $0.contains(outage) }
+            print("staleUdevControlSocket(udev): \(said.count) line(s) about udevd not running: \(said)")
+            #expect(said.count == 1, "\(said)")
+        }
+        try Self.startAgain("/lib/systemd/systemd-udevd")
+        let back = source == .auto ? "udevd started: device events from udevd again" : "udevd started: re-reading"
+        #expect(waitUntil(timeout: 10) { Self.journalLines(of: daemon).contains(back) })
+        #expect(waitUntil(timeout: 10) { Self.netDevices("us", of: daemon) == 100 })
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("udevd killed within 10 s of a probe that found it running: the link changes after are checked later")
+    func udevdDiesAfterProbe() throws {
+        defer { Self.ensureUdevd() }
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        defer { _ = try? ip("link", "del", "up0a") }
+        try ip("link", "add", "up0a", "type", "veth", "peer", "name", "up0b")
+        #expect(waitUntil(timeout: 10) { Self.netDevices("up0", of: daemon) == 2 })
+        // The checks the pair's changes started end (its uevents came; changes udevd made follow, then a probe) ...
+        Thread.sleep(forTimeInterval: 6)
+        // ... then a change no uevent follows: 2 s later netdevd probes, and finds udevd running.
+        try ip("link", "set", "up0a", "up")
+        Thread.sleep(forTimeInterval: 2.6)
+        try Self.killUdevd()
+        defer { for index in 0..<10 { _ = try? ip("link", "del", "uq\(index)a") } }
+        try ipBatch((0..<10).map { "link add uq\($0)a type veth peer name uq\($0)b" })
+        let burst = Date()
+        let tracked = waitUntil(timeout: 20) { Self.netDevices("uq", of: daemon) == 20 }
+        print(
+            "udevdDiesAfterProbe: \(Self.netDevices("uq", of: daemon)) of 20 new net devices tracked "
+                + String(format: "%.1f s after the burst", Date().timeIntervalSince(burst)))
+        #expect(tracked, "the burst after udevd's death was never checked")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("no /run/udev at start: 'auto' takes the kernel's uevents, and goes to udevd once udevd makes /run/udev")
+    func udevRunDirectoryMissing() throws {
+        try Self.killUdevd()
+        try FileManager.default.moveItem(atPath: "/run/udev", toPath: "/run/udev.saved")
+        defer {
+            // udevd's own /run/udev back, with its database of the devices, for the tests after this one.
+            for pid in Self.privateProcesses("systemd-udevd") + Self.privateProcesses("(udev-worker)") {
+                kill(pid, SIGKILL)
+            }
+            _ = waitUntil(timeout: 5) { Self.privateProcesses("systemd-udevd").isEmpty }
+            try? FileManager.default.removeItem(atPath: "/run/udev")
+            try? FileManager.default.moveItem(atPath: "/run/udev.saved", toPath: "/run/udev")
+            Self.ensureUdevd()
+        }
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
         #expect(
             Self.journalLines(of: daemon).contains(
-                "Monitoring udev source 'kernel' (auto: udevd is not running, nothing listens on /run/udev/control"))
+                "Monitoring udev source 'kernel' (auto: udevd is not running, /run/udev/control does not exist"))
         try Self.startAgain("/lib/systemd/systemd-udevd")
-        #expect(
-            waitUntil(timeout: 10) {
-                Self.journalLines(of: daemon).contains("udevd started: device events from udevd again")
-            })
+        let back = waitUntil(timeout: 10) {
+            Self.journalLines(of: daemon).contains("udevd started: device events from udevd again")
+        }
+        #expect(back, "netdevd did not notice udevd making /run/udev and starting")
+        defer { _ = try? ip("link", "del", "rm0a") }
+        try ip("link", "add", "rm0a", "type", "veth", "peer", "name", "rm0b")
+        let fromUdevd = waitUntil(timeout: 10) {
+            (try? netdevctl(["device", "rm0a", "--socket", daemon.socket]))?.output.contains("ID_NET_DRIVER=veth")
+                == true
+        }
+        #expect(fromUdevd, "a device added after udevd started lacks udev's properties")
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }

@@ -42,7 +42,7 @@ struct MonitorRepliesTests {
     func notUnderstood() throws {
         var replies = MonitorReplies()
         let early = Self.failure(&replies, ["change": try JSONValue(encoding: Self.change(1, online: "online"))])
-        #expect(early?.contains("first reply (no state)") == true, "\(early ?? "applied")")
+        #expect(early?.contains("first Monitor reply has no state") == true, "\(early ?? "applied")")
         let badState = Self.failure(&replies, ["state": .string("everything")])
         #expect(badState?.contains("netdevd sent a state this netdevctl does not understand") == true)
         _ = try replies.apply(["state": JSONValue(encoding: Self.state(1))])
