@@ -128,6 +128,9 @@ public final class VarlinkServer: Sendable {
         var nonRoot = 0
         /// Sweeps idle connections while any is open.
         var sweeper: SourceBox?
+        /// The sweeper's clock (a timerfd), armed while any connection is open; -1 without one.
+        var sweepClock: Int32 = -1
+        var sweeping = false
         var stopped = false
     }
 
@@ -187,6 +190,7 @@ public final class VarlinkServer: Sendable {
     public func start() {
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
         spare.withLock { $0 = open("/dev/null", O_RDONLY | O_CLOEXEC) }
+        makeSweeper()
         let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
         source.setEventHandler { [weak self] in self?.acceptAll() }
         source.resume()
@@ -199,6 +203,7 @@ public final class VarlinkServer: Sendable {
             defer {
                 state.source = nil
                 state.sweeper = nil
+                state.sweepClock = -1
                 state.connections = [:]
                 state.stopped = true
             }
@@ -242,10 +247,12 @@ public final class VarlinkServer: Sendable {
                 say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
             }
-            let startSweeping = state.withLock { state -> Bool in
-                state.sweeper == nil && !state.stopped && limits.idleTimeoutMilliseconds > 0
+            let clock = state.withLock { state -> Int32 in
+                guard !state.sweeping, !state.stopped, limits.idleTimeoutMilliseconds > 0 else { return -1 }
+                state.sweeping = state.sweepClock >= 0
+                return state.sweepClock
             }
-            if startSweeping { sweepIdleConnections() }
+            if clock >= 0 { Self.arm(clock, milliseconds: max(limits.idleTimeoutMilliseconds / 4, 10)) }
             connection.start()
         }
     }
@@ -282,10 +289,13 @@ public final class VarlinkServer: Sendable {
     /// it) and its client waiting for good. Returns whether one was shed. (Not a timed pause: a Dispatch timer made
     /// then may need a descriptor of its own, and in CI one never fired.)
     private func shedOneConnection(reason: Int32) -> Bool {
-        let reserve = spare.withLock { spare -> Int32 in
+        var reserve = spare.withLock { spare -> Int32 in
             defer { spare = -1 }
             return spare
         }
+        // Another thread's descriptor may have taken the reserve's place while it was closed below; once that one
+        // is closed, the place is free again.
+        if reserve < 0 { reserve = open("/dev/null", O_RDONLY | O_CLOEXEC) }
         guard reserve >= 0 else { return false }
         Glibc.close(reserve)
         let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
@@ -312,40 +322,67 @@ public final class VarlinkServer: Sendable {
         Glibc.close(fd)
     }
 
+    /// Makes the sweeper: a timerfd of the server's own, made at start while descriptors are to spare, read by a
+    /// Dispatch source (which needs no descriptor of its own). Not a Dispatch timer: libdispatch makes the timerfd
+    /// behind its first timer when that is armed, from its own thread, so a timer made at the first connection
+    /// could take the descriptor held in reserve for shedding (CI saw the listener spin so, out of descriptors).
+    private func makeSweeper() {
+        guard limits.idleTimeoutMilliseconds > 0 else { return }
+        let clock = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_NONBLOCK | TFD_CLOEXEC))
+        guard clock >= 0 else {
+            notify(
+                VarlinkNotice(
+                    severity: .warning,
+                    message: "Idle control connections are not closed: timerfd_create failed ("
+                        + "\(String(cString: strerror(errno))))"))
+            return
+        }
+        let source = DispatchSource.makeReadSource(fileDescriptor: clock, queue: queue)
+        source.setEventHandler { [weak self] in
+            var expirations: UInt64 = 0
+            _ = read(clock, &expirations, MemoryLayout<UInt64>.size)
+            self?.sweepIdleConnections()
+        }
+        source.setCancelHandler { _ = Glibc.close(clock) }
+        state.withLock { state in
+            state.sweepClock = clock
+            state.sweeper = SourceBox(source)
+        }
+        source.resume()
+    }
+
+    /// Arms `clock` to fire every `milliseconds`, or disarms it (0).
+    private static func arm(_ clock: Int32, milliseconds: Int) {
+        var setting = itimerspec()
+        setting.it_value = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        setting.it_interval = setting.it_value
+        _ = timerfd_settime(clock, 0, &setting, nil)
+    }
+
     /// Closes connections idle past the limit, those whose client has read none of their replies for as long, and
     /// those whose client left while they were not being read; every quarter of the limit, for as long as any
-    /// connection is open (an idle netdevd has no connection and so no timer).
+    /// connection is open (an idle netdevd has no connection, and its sweeper's clock is disarmed).
     private func sweepIdleConnections() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let interval = DispatchTimeInterval.milliseconds(max(limits.idleTimeoutMilliseconds / 4, 10))
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            let now = Connection.monotonicNanoseconds()
-            let (connections, stopSweeping) = state.withLock { state -> ([Connection], SourceBox?) in
-                guard !state.connections.isEmpty else {
-                    defer { state.sweeper = nil }
-                    return ([], state.sweeper)
-                }
-                return (Array(state.connections.values), nil)
+        let now = Connection.monotonicNanoseconds()
+        let (connections, idleClock) = state.withLock { state -> ([Connection], Int32) in
+            guard !state.connections.isEmpty else {
+                state.sweeping = false
+                return ([], state.sweepClock)
             }
-            stopSweeping?.cancel()
-            let limit = UInt64(limits.idleTimeoutMilliseconds) * 1_000_000
-            let milliseconds = limits.idleTimeoutMilliseconds
-            let idleLimit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-            for connection in connections {
-                connection.closeIfPeerGone()
-                connection.closeIfStalled(now: now, limit: limit, limitText: idleLimit)
-            }
-            for connection in connections where connection.idleSince.map({ now >= $0 && now - $0 >= limit }) == true {
-                connection.close()
-                say(
-                    .info, kind: "idle",
-                    "Closed the control connection of \(connection.peer): no call for \(idleLimit)")
-            }
+            return (Array(state.connections.values), -1)
         }
-        state.withLock { $0.sweeper = SourceBox(timer) }
-        timer.resume()
+        if idleClock >= 0 { Self.arm(idleClock, milliseconds: 0) }
+        let limit = UInt64(limits.idleTimeoutMilliseconds) * 1_000_000
+        let milliseconds = limits.idleTimeoutMilliseconds
+        let idleLimit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+        for connection in connections {
+            connection.closeIfPeerGone()
+            connection.closeIfStalled(now: now, limit: limit, limitText: idleLimit)
+        }
+        for connection in connections where connection.idleSince.map({ now >= $0 && now - $0 >= limit }) == true {
+            connection.close()
+            say(.info, kind: "idle", "Closed the control connection of \(connection.peer): no call for \(idleLimit)")
+        }
     }
 
     /// Says `message`, unless one of the same `kind` was said within 10 s (then it is counted, and the count goes
