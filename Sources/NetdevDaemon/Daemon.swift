@@ -89,20 +89,22 @@ public final class Daemon: Sendable {
             return 1
         }
 
+        // One look at udevd decides `auto` and what the start says about it.
+        let udevd = UdevdStatus.probe()
+        let source = options.udevSource == .auto ? (udevd == .running ? .udev : .kernel) : options.udevSource
         let monitor: UdevMonitor
         let watcher: RouteWatcher
         do {
             // Only the tracked subsystems' uevents reach netdevd (a socket filter); a reload that changes them
             // changes the filter before it re-enumerates.
             monitor = try UdevMonitor(
-                source: options.udevSource, subsystems: configuration.trackedSubsystems,
+                source: source, subsystems: configuration.trackedSubsystems,
                 receiveBufferBytes: Int32(clamping: options.receiveBufferBytes))
             watcher = try RouteWatcher(receiveBufferBytes: options.receiveBufferBytes)
         } catch {
             log(3, "netdevd cannot start: \(error)")
             return 1
         }
-        let udevd = UdevdStatus.probe()
         var sourceNote = ""
         if options.udevSource == .auto, monitor.source == .kernel, case .notRunning(let reason) = udevd {
             sourceNote =

@@ -35,7 +35,7 @@ struct LinkCommand: ParsableCommand {
 
     func run() throws {
         let reply = try options.call("io.netdevd.ListLinks", ["pattern": .string(name)])
-        let links = try decode(reply["links"], as: [LinkReport].self)
+        let links = try decode(reply["links"], as: [LinkReport].self, what: "list of links")
         guard let link = links.first(where: { $0.name == name }) else {
             throw CommandFailure(status: 1, message: "netdevctl: no link named '\(name)'; `netdevctl links` lists them")
         }
@@ -66,7 +66,7 @@ struct Devices: ParsableCommand {
     func run() throws {
         let reply = try options.call("io.netdevd.ListDevices", subsystem.map { ["subsystem": .string($0)] } ?? [:])
         if options.printJSON(reply["devices"]) { return }
-        let devices = try decode(reply["devices"], as: [DeviceReport].self)
+        let devices = try decode(reply["devices"], as: [DeviceReport].self, what: "list of devices")
         let rows = devices.map { [$0.subsystem, $0.sysname, $0.devnode ?? "-", $0.driver ?? "-"] }
         print(table(["SUBSYSTEM", "NAME", "DEVNODE", "DRIVER"], rows, legend: !options.noLegend))
         if !options.noLegend {
@@ -87,7 +87,7 @@ struct DeviceCommand: ParsableCommand {
 
     func run() throws {
         let reply = try options.call("io.netdevd.ListDevices")
-        let devices = try decode(reply["devices"], as: [DeviceReport].self)
+        let devices = try decode(reply["devices"], as: [DeviceReport].self, what: "list of devices")
         guard let device = devices.first(where: { $0.syspath == path || $0.sysname == path }) else {
             throw CommandFailure(
                 status: 1, message: "netdevctl: no tracked device '\(path)'; `netdevctl devices` lists them")

@@ -222,7 +222,7 @@ struct MonitorReplies {
     /// skipped: skipping it would show a state that is not netdevd's.
     mutating func apply(_ reply: [String: JSONValue]) throws(CommandFailure) -> StateReport {
         if let first = reply["state"] {
-            guard let decoded = try? first.decode(as: StateReport.self) else { throw Self.notUnderstood("state") }
+            let decoded = try decode(first, as: StateReport.self, what: "state")
             state = decoded
             return decoded
         }
@@ -230,9 +230,7 @@ struct MonitorReplies {
             throw CommandFailure(
                 status: 1, message: "netdevctl: netdevd's first Monitor reply has no state (a change came first)")
         }
-        guard let change = try? reply["change"]?.decode(as: ChangeReport.self) else {
-            throw Self.notUnderstood("change")
-        }
+        let change = try decode(reply["change"], as: ChangeReport.self, what: "change")
         guard change.sequence == current.sequence + 1 else {
             throw CommandFailure(
                 status: 1,
@@ -241,11 +239,5 @@ struct MonitorReplies {
         let next = current.applying(change)
         state = next
         return next
-    }
-
-    private static func notUnderstood(_ what: String) -> CommandFailure {
-        CommandFailure(
-            status: 1,
-            message: "netdevctl: netdevd sent a \(what) this netdevctl does not understand (is it older than netdevd?)")
     }
 }

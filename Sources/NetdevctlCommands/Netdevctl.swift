@@ -201,12 +201,21 @@ enum Paint {
     }
 }
 
-/// Decodes a reply member into a report type.
-func decode<Value: Decodable>(_ value: JSONValue?, as type: Value.Type) throws -> Value {
-    guard let value, let decoded = try? value.decode(as: type) else {
-        throw CommandFailure(status: 1, message: "netdevctl: netdevd sent a reply this netdevctl does not understand")
+/// Decodes a reply member (`what`, for the message) into a report type; a reply without it, or one that does not
+/// decode, is an error that says which and why.
+func decode<Value: Decodable>(_ value: JSONValue?, as type: Value.Type, what: String) throws(CommandFailure) -> Value {
+    func notUnderstood(_ detail: String) -> CommandFailure {
+        CommandFailure(
+            status: 1,
+            message: "netdevctl: netdevd sent a \(what) this netdevctl does not understand (is it older than "
+                + "netdevd?): \(detail)")
     }
-    return decoded
+    guard let value else { throw notUnderstood("the reply has none") }
+    do {
+        return try value.decode(as: type)
+    } catch {
+        throw notUnderstood("\(error)")
+    }
 }
 
 /// A table with left-aligned columns.

@@ -11,7 +11,7 @@ struct Status: ParsableCommand {
     func run() throws {
         let reply = try options.call("io.netdevd.GetState")
         if options.printJSON(reply["state"]) { return }
-        let state = try decode(reply["state"], as: StateReport.self)
+        let state = try decode(reply["state"], as: StateReport.self, what: "state")
         print("Online state: \(Paint.state(state.onlineState)) (netdevd \(state.phase))")
         print("")
         print(linkTable(state.links, legend: !options.noLegend, addresses: true))

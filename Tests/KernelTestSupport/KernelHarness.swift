@@ -82,6 +82,20 @@ public func ipBatch(_ lines: [String]) throws {
     try run(["ip", "-batch", "-"], input: lines.joined(separator: "\n") + "\n")
 }
 
+/// The kernel's links (`index name mtu`) and addresses (`index address/prefix`), from `ip -j link` and
+/// `ip -j address`, sorted: the lines tests compare netdevd's model with.
+public func kernelLinksAndAddresses() throws -> (links: [String], addresses: [String]) {
+    let links = try jsonObjects(ip("-j", "link", "show")).map {
+        "\($0["ifindex"] as? Int ?? 0) \($0["ifname"] as? String ?? "") \($0["mtu"] as? Int ?? 0)"
+    }
+    let addresses = try jsonObjects(ip("-j", "address", "show")).flatMap { link in
+        ((link["addr_info"] as? [[String: Any]]) ?? []).map {
+            "\(link["ifindex"] as? Int ?? 0) \($0["local"] as? String ?? "")/\($0["prefixlen"] as? Int ?? 0)"
+        }
+    }
+    return (links.sorted(), addresses.sorted())
+}
+
 /// Parses `ip -j ...` or `journalctl -o json` output: one JSON value, or one JSON object per line.
 public func jsonObjects(_ text: String) throws -> [[String: Any]] {
     let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)

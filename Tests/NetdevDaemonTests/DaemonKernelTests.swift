@@ -380,14 +380,7 @@ struct ReplayKernelTests {
             defer { last = now }
             return now != nil && now == last
         }
-        let kernelLinks = try jsonObjects(ip("-j", "link", "show")).map {
-            "\($0["ifindex"] as? Int ?? 0) \($0["ifname"] as? String ?? "") \($0["mtu"] as? Int ?? 0)"
-        }.sorted()
-        let kernelAddresses = try jsonObjects(ip("-j", "address", "show")).flatMap { link in
-            ((link["addr_info"] as? [[String: Any]]) ?? []).map {
-                "\(link["ifindex"] as? Int ?? 0) \($0["local"] as? String ?? "")/\($0["prefixlen"] as? Int ?? 0)"
-            }
-        }.sorted()
+        let (kernelLinks, kernelAddresses) = try kernelLinksAndAddresses()
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
 
