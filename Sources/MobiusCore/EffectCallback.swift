@@ -1,8 +1,8 @@
 /// How an effect handler reports back: events with `send`, completion with `end`.
 ///
-/// Contract: after `end()` (or the loop disconnecting the handler) the callback is *ended*: `send` does nothing
-/// and `end` runs its end action only the first time. All methods are thread-safe; the state is one atomic flag,
-/// not a queue per callback.
+/// Contract: after `end()` (or the loop disconnecting the handler, or the callback's release) the callback is
+/// *ended*: `send` does nothing and `end` runs its end action only the first time. All methods are thread-safe; the
+/// state is one atomic flag, not a queue per callback.
 public final class EffectCallback<Output>: Sendable {
     @usableFromInline let onSendClosure: @Sendable (Output) -> Void
     @usableFromInline let onEndClosure: @Sendable () -> Void
@@ -45,6 +45,12 @@ public final class EffectCallback<Output>: Sendable {
         for output in outputs {
             send(output)
         }
+        end()
+    }
+
+    /// A callback released without being ended ends now, as in Mobius.swift: its end action runs, so whoever waits
+    /// for the handling to finish is not left waiting.
+    deinit {
         end()
     }
 }

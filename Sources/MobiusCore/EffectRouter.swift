@@ -44,18 +44,13 @@ public struct EffectRouter<Effect: Sendable, Event: Sendable>: Sendable {
                     consumer(event)
                 }
             }
-            let connections = routes.map { $0.connect(output) }
+            let routing = RouterConnection(connections: routes.map { $0.connect(output) }, disconnected: disconnected)
             return Connection(
                 acceptClosure: { effect in
                     guard !disconnected.isSet else { return }
-                    Self.dispatch(effect, to: connections)
+                    Self.dispatch(effect, to: routing.connections)
                 },
-                disposeClosure: {
-                    disconnected.set()
-                    for connection in connections {
-                        connection.dispose()
-                    }
-                }
+                disposeClosure: { routing.dispose() }
             )
         }
     }
@@ -97,4 +92,34 @@ extension EffectRouter where Effect: Equatable {
     public func routeCase(_ enumCase: Effect) -> _PartialEffectRouter<Effect, Void, Event> {
         routeEffects(withParameters: { effect in effect == enumCase ? () : nil })
     }
+}
+
+/// The connected routes of one router connection. Disposed by the connection's `dispose()` or, when the connection
+/// is released without it, by its deinit: effect handlers still running are cancelled either way, as in
+/// Mobius.swift, and the routes are free to be connected again.
+@usableFromInline
+final class RouterConnection<Effect>: Sendable {
+    @usableFromInline let connections: [RouteConnection<Effect>]
+    @usableFromInline let disconnected: AtomicFlag
+    @usableFromInline let disposer = AtomicFlag()
+
+    @usableFromInline
+    init(connections: [RouteConnection<Effect>], disconnected: AtomicFlag) {
+        self.connections = connections
+        self.disconnected = disconnected
+    }
+
+    @usableFromInline
+    func dispose() {
+        disconnected.set()
+        guard disposer.set() else { return }
+        for connection in connections {
+            connection.dispose()
+        }
+    }
+
+    deinit {
+        dispose()
+    }
+
 }

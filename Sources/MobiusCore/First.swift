@@ -1,5 +1,8 @@
 /// What a loop starts from: the first model and the effects to dispatch once it is published.
 ///
+/// It has no description of its own, as in Mobius.swift, so logs and tests read it the same way:
+/// `First<Int, String>(model: 0, effects: ["load"])` in an interpolation.
+///
 /// An ``Initiate`` function returns a `First` every time a ``MobiusController`` starts or resumes, so a loop can
 /// re-establish whatever its effects maintain (subscriptions, timers) from any valid model.
 public struct First<Model, Effect> {
@@ -26,10 +29,3 @@ public struct First<Model, Effect> {
 extension First: Sendable where Model: Sendable, Effect: Sendable {}
 
 extension First: Equatable where Model: Equatable, Effect: Equatable {}
-
-extension First: CustomDebugStringConvertible {
-    /// A description such as `First(model: 0, effects: [load])`, for test failures and logs.
-    public var debugDescription: String {
-        "First(model: \(String(reflecting: model)), effects: \(String(reflecting: effects)))"
-    }
-}

@@ -28,11 +28,23 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     struct Run: Sendable {
         @usableFromInline let loop: MobiusLoop<Model, Event, Effect>
         @usableFromInline let inbox: Mailbox<Event>
+        /// The views' connections, opened by ``start()`` and disposed when the loop stops.
+        @usableFromInline let views: [ViewConnection]
 
         @usableFromInline
-        init(loop: MobiusLoop<Model, Event, Effect>, inbox: Mailbox<Event>) {
+        init(loop: MobiusLoop<Model, Event, Effect>, inbox: Mailbox<Event>, views: [ViewConnection]) {
             self.loop = loop
             self.inbox = inbox
+            self.views = views
+        }
+
+        /// Disposes the views' connections; models still on their way to a view are dropped.
+        @usableFromInline
+        func disconnectViews() {
+            for view in views {
+                view.outbox.close()
+                view.connection.dispose()
+            }
         }
     }
 
@@ -44,15 +56,27 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         case stopping(Run)
     }
 
+    /// A connected view: connected to the loop while it runs, as in Mobius.swift.
     @usableFromInline
     struct View: Sendable {
         @usableFromInline let id: UUID
+        @usableFromInline let connectable: AnyConnectable<Model, Event>
+
+        @usableFromInline
+        init(id: UUID, connectable: AnyConnectable<Model, Event>) {
+            self.id = id
+            self.connectable = connectable
+        }
+    }
+
+    /// A view's connection for one run of the loop, and the mailbox carrying models to it on the view queue.
+    @usableFromInline
+    struct ViewConnection: Sendable {
         @usableFromInline let connection: Connection<Model>
         @usableFromInline let outbox: Mailbox<Model>
 
         @usableFromInline
-        init(id: UUID, connection: Connection<Model>, outbox: Mailbox<Model>) {
-            self.id = id
+        init(connection: Connection<Model>, outbox: Mailbox<Model>) {
             self.connection = connection
             self.outbox = outbox
         }
@@ -95,17 +119,15 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
 
     deinit {
         // Asynchronous, so that releasing the last reference never waits for (or deadlocks on) the loop queue.
-        let (run, views) = state.withLock { state -> (Run?, [View]) in
-            guard case .running(let run) = state.phase else { return (nil, state.views) }
-            return (run, state.views)
+        let run = state.withLock { state -> Run? in
+            guard case .running(let run) = state.phase else { return nil }
+            return run
         }
-        run?.inbox.close()
+        guard let run else { return }
+        run.inbox.close()
         loopQueue.async {
-            run?.loop.dispose()
-            for view in views {
-                view.outbox.close()
-                view.connection.dispose()
-            }
+            run.loop.dispose()
+            run.disconnectViews()
         }
     }
 
@@ -130,26 +152,23 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
     }
 
-    /// Connects a view: it receives every model on the view queue, and the events it sends go to the loop.
-    /// Several views may be connected; the result identifies this one for ``disconnectView(id:file:line:)``.
-    /// Connecting while running is a programming error.
+    /// Connects a view: from each ``start()`` to the matching ``stop()`` it has a connection of its own, which
+    /// receives every model on the view queue and whose events go to the loop; the connection is disposed when
+    /// the loop stops (as in Mobius.swift). Several views may be connected; the result identifies this one for
+    /// ``disconnectView(id:file:line:)``. Connecting while running is a programming error.
     @discardableResult
     public func connectView<ViewConnectable: Connectable>(
         _ connectable: ViewConnectable,
         file: StaticString = #file,
         line: UInt = #line
     ) -> UUID where ViewConnectable.Input == Model, ViewConnectable.Output == Event {
-        let connection = connectable.connect { [weak self] event in self?.dispatchEvent(event) }
-        let outbox = Mailbox<Model>(queue: viewQueue, drainsUntilEmpty: true)
-        outbox.open { model in connection.accept(model) }
-        let view = View(id: UUID(), connection: connection, outbox: outbox)
+        let view = View(id: UUID(), connectable: AnyConnectable(connectable))
         let connected = state.withLock { state -> Bool in
             guard case .stopped = state.phase else { return false }
             state.views.append(view)
             return true
         }
         guard connected else {
-            connection.dispose()
             MobiusHooks.errorHandler("\(Self.self): cannot connect a view while running", file, line)
         }
         return view.id
@@ -195,12 +214,8 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
             }
             return choose(state.views).map { state.views.remove(at: $0) }
         }
-        switch outcome {
-        case .failure(let error):
+        if case .failure(let error) = outcome {
             MobiusHooks.errorHandler("\(Self.self): cannot disconnect: \(error.problem)", file, line)
-        case .success(let view):
-            view.outbox.close()
-            view.connection.dispose()
         }
     }
 
@@ -217,24 +232,31 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
             MobiusHooks.errorHandler("\(Self.self): cannot start a controller that is running", file, line)
         }
         let inbox = Mailbox<Event>(queue: loopQueue)
+        let connections = views.map { view in
+            let connection = view.connectable.connect { [weak self] event in self?.dispatchEvent(event) }
+            let outbox = Mailbox<Model>(queue: viewQueue, drainsUntilEmpty: true)
+            outbox.open { model in connection.accept(model) }
+            return ViewConnection(connection: connection, outbox: outbox)
+        }
         let loop = onLoopQueue {
             builder.start(
                 initiating: model,
                 with: initiate,
                 hop: { _ in { event in inbox.post(event) } },
                 observer: { model in
-                    for view in views {
+                    for view in connections {
                         view.outbox.post(model)
                     }
                 }
             )
         }
         inbox.open { event in loop.dispatchLocally(event) }
-        state.withLock { $0.phase = .running(Run(loop: loop, inbox: inbox)) }
+        state.withLock { $0.phase = .running(Run(loop: loop, inbox: inbox, views: connections)) }
     }
 
-    /// Stops the loop and remembers its last model; events still queued are dropped. Stopping a controller
-    /// that is not running is a programming error.
+    /// Stops the loop and remembers its last model; events still queued are dropped. The views' connections are
+    /// disposed (models not yet delivered to a view are dropped), and ``start()`` connects them again. Stopping a
+    /// controller that is not running is a programming error.
     public func stop(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> Run? in
             guard case .running(let run) = state.phase else { return nil }
@@ -273,10 +295,12 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     @discardableResult
     private func shutDown(_ run: Run) -> Model {
         run.inbox.close()
-        return onLoopQueue {
+        let model = onLoopQueue {
             run.loop.dispose()
             return run.loop.latestModel
         }
+        run.disconnectViews()
+        return model
     }
 
     /// Runs `work` on the loop queue and waits for it: inline when already there (an effect handler stopping the

@@ -1,4 +1,5 @@
 public import Dispatch
+public import Synchronization
 
 /// A route being described: which effects it takes (and the parameters extracted from them) and, optionally,
 /// the queue its handler runs on. Finish it with one of the `to…` methods, which return the router with the
@@ -112,7 +113,16 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
     func finish(_ target: @escaping RouteTarget<EffectParameters, Event>) -> EffectRouter<Effect, Event> {
         let extract = extractParameters
         let hop = self.hop
+        // One connection at a time per route, as in Mobius.swift: the route's handler (a connectable, the effect
+        // handlers it runs) belongs to one loop.
+        let slot = ConnectionSlot()
         let route = Route<Effect, Event> { output in
+            guard slot.take() else {
+                MobiusHooks.errorHandler(
+                    "Connection limit exceeded: a route of EffectRouter<\(Effect.self), \(Event.self)> is already "
+                        + "connected. Unable to connect more than once: dispose of the first connection first",
+                    #file, #line)
+            }
             let connected = target(output)
             let disconnected = AtomicFlag()
             let handle = hop?(connected.handle, disconnected) ?? connected.handle
@@ -126,10 +136,32 @@ public struct _PartialEffectRouter<Effect: Sendable, EffectParameters, Event: Se
                 dispose: {
                     disconnected.set()
                     connected.dispose()
+                    slot.release()
                 }
             )
         }
         return EffectRouter(routes: routes).adding(route)
+    }
+}
+
+/// Whether a route is connected: taken by a connection, released when that connection is disposed.
+@usableFromInline
+final class ConnectionSlot: Sendable {
+    @usableFromInline let taken = Atomic<Bool>(false)
+
+    @usableFromInline
+    init() {}
+
+    /// Takes the slot; `false` when a connection holds it already.
+    @inlinable
+    func take() -> Bool {
+        !taken.exchange(true, ordering: .acquiringAndReleasing)
+    }
+
+    /// Frees the slot for the next connection.
+    @inlinable
+    func release() {
+        taken.store(false, ordering: .releasing)
     }
 }
 

@@ -28,7 +28,7 @@ struct NextAndFirstTests {
     func descriptions() {
         #expect(String(reflecting: Next<Int, String>.next(3, effects: ["save"])) == #"(3, ["save"])"#)
         #expect(String(reflecting: Next<Int, String>.noChange) == "(nil, [])")
-        #expect(String(reflecting: First<Int, String>(model: 0)) == "First(model: 0, effects: [])")
+        #expect(String(describing: First<Int, String>(model: 0)) == "First<Int, String>(model: 0, effects: [])")
     }
 
     @Test("an Update struct calls its closure")
