@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libsystemd-dev libudev-dev udev iproute2
 
-.PHONY: all deps build run test test-kernel test-tsan lint format benchmark benchmark-daemon benchmark-replay fuzz clean
+.PHONY: all deps build run test test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay fuzz clean
 
 all: build
 
@@ -68,9 +68,16 @@ lint:
 format:
 	$(SWIFT) format format --in-place --recursive Sources Tests Examples Benchmarks Fuzz
 
+# The DocC documentation of MobiusCore and MobiusTest (their .docc catalogs: concepts, getting started, migrating
+# from Mobius.swift), with swift-docc-plugin; a broken link or an unknown symbol fails the build. The archives are
+# written to .build/plugins/Swift-DocC/outputs.
+docs: deps
+	$(SWIFT) package generate-documentation --target MobiusCore --target MobiusTest --warnings-as-errors
+
 # Release-mode benchmarks (Benchmarks/, ordo-one/benchmark); NETDEVD_BENCHMARKS adds them to the package.
 benchmark: deps
-	NETDEVD_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark --no-progress
+	NETDEVD_BENCHMARKS=1 $(SWIFT) package --scratch-path .build-bench benchmark --no-progress \
+		--target MobiusBenchmarks --target SessionBenchmarks
 
 # The load harness (Benchmarks/Daemon/load.py): the release netdevd, linked as the package links it, in a throw-away
 # namespace with its own udevd and journald, through a 500-veth-pair create and delete burst; prints every figure

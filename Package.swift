@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // `swift package generate-documentation`: the DocC catalogs of MobiusCore and MobiusTest (make docs).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The one lock type (a pthread mutex, which ThreadSanitizer sees), for every module with shared state.

@@ -3,7 +3,8 @@
 //   make benchmark
 //
 // (a) a raw loop with an Int model and no effects; (b) one effect per event, routed by EffectRouter to a
-// fire-and-forget closure; (c) a MobiusController fed from two threads, until its view has seen the last model.
+// fire-and-forget closure; (c) a MobiusController fed from two threads, until its view has seen the last model
+// (the view receives every model, 1,000,001 per iteration, on a queue of its own: checked by counting them).
 // Each measured iteration is 1,000,000 events: wall clock in ms per million events (1000 / ms = M events/s),
 // mallocs per million events, peak resident memory of the process.
 
@@ -71,9 +72,15 @@ let benchmarks: @Sendable () -> Void = {
             loopQueue: DispatchQueue(label: "bench.loop"),
             viewQueue: DispatchQueue(label: "bench.view")
         )
+        // The view counts every model it receives: the first one and one per event, none skipped or merged.
+        let seen = Counter()
         controller.connectView(
             AnyConnectable<Int, Int> { _ in
-                Connection(acceptClosure: { model in if model == total { done.signal() } }, disposeClosure: {})
+                Connection(
+                    acceptClosure: { model in
+                        seen.bump()
+                        if model == total { done.signal() }
+                    }, disposeClosure: {})
             }
         )
         controller.start()
@@ -86,6 +93,7 @@ let benchmarks: @Sendable () -> Void = {
         }
         done.wait()
         benchmark.stopMeasurement()
+        precondition(seen.value == total + 1, "the view saw \(seen.value) models of \(total + 1)")
         controller.stop()
     }
 }

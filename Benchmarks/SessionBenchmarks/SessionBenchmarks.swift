@@ -83,6 +83,6 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(next.effects.count)
         }
         benchmark.stopMeasurement()
-        blackHole(model.counters.events)
+        blackHole(model.changeSequence)
     }
 }

@@ -9,9 +9,9 @@ public import struct FoundationEssentials.UUID
 
 /// Runs a Mobius loop on its own serial queue, so events may come from any thread, and lets views observe it.
 ///
-/// Lifecycle: a controller is created stopped. ``start()`` runs the ``Initiate`` function on the current model
-/// and starts a loop; ``stop()`` disposes the loop and remembers its last model, so the next ``start()`` resumes
-/// from it (and runs Initiate again). ``replaceModel(_:)`` changes the model while stopped.
+/// Lifecycle: a controller is created stopped. ``start(file:line:)`` runs the ``Initiate`` function on the current model
+/// and starts a loop; ``stop(file:line:)`` disposes the loop and remembers its last model, so the next ``start(file:line:)`` resumes
+/// from it (and runs Initiate again). ``replaceModel(_:file:line:)`` changes the model while stopped.
 ///
 /// Threading:
 /// - every update, effect dispatch and model observation of the loop runs on `loopQueue`;
@@ -28,7 +28,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     struct Run: Sendable {
         @usableFromInline let loop: MobiusLoop<Model, Event, Effect>
         @usableFromInline let inbox: Mailbox<Event>
-        /// The views' connections, opened by ``start()`` and disposed when the loop stops.
+        /// The views' connections, opened by ``start(file:line:)`` and disposed when the loop stops.
         @usableFromInline let views: [ViewConnection]
 
         @usableFromInline
@@ -131,7 +131,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
     }
 
-    /// `true` between ``start()`` and ``stop()``.
+    /// `true` between ``start(file:line:)`` and ``stop(file:line:)``.
     public var running: Bool {
         state.withLock { state in
             if case .stopped = state.phase { return false }
@@ -152,7 +152,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
     }
 
-    /// Connects a view: from each ``start()`` to the matching ``stop()`` it has a connection of its own, which
+    /// Connects a view: from each ``start(file:line:)`` to the matching ``stop(file:line:)`` it has a connection of its own, which
     /// receives every model on the view queue and whose events go to the loop; the connection is disposed when
     /// the loop stops (as in Mobius.swift). Several views may be connected; the result identifies this one for
     /// ``disconnectView(id:file:line:)``. Connecting while running is a programming error.
@@ -255,7 +255,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     /// Stops the loop and remembers its last model; events still queued are dropped. The views' connections are
-    /// disposed (models not yet delivered to a view are dropped), and ``start()`` connects them again. Stopping a
+    /// disposed (models not yet delivered to a view are dropped), and ``start(file:line:)`` connects them again. Stopping a
     /// controller that is not running is a programming error.
     public func stop(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> Run? in
@@ -270,7 +270,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         state.withLock { $0.phase = .stopped(model) }
     }
 
-    /// Replaces the model the next ``start()`` begins from. Calling it while running is a programming error.
+    /// Replaces the model the next ``start(file:line:)`` begins from. Calling it while running is a programming error.
     public func replaceModel(_ model: Model, file: StaticString = #file, line: UInt = #line) {
         let replaced = state.withLock { state -> Bool in
             guard case .stopped = state.phase else { return false }

@@ -13,7 +13,7 @@
 /// - Events that event sources or effect handlers emit while the loop is being built are held and processed
 ///   only after the first model has been published and the first effects dispatched.
 /// - `dispose()` is idempotent; afterwards events from event sources and effect handlers are dropped, and
-///   calling ``dispatchEvent(_:)`` is a programming error reported to ``MobiusHooks``.
+///   calling ``dispatchEvent(_:file:line:)`` is a programming error reported to ``MobiusHooks``.
 ///
 /// The loop processes events on whichever thread submits one while it is idle; ``MobiusController`` confines all
 /// of them to one serial queue.

@@ -1,4 +1,4 @@
-// The checks shared by the ``Next`` and ``First`` predicates.
+// The checks shared by the `Next` and `First` predicates.
 
 func modelMatches<Model: Equatable>(expected: Model, actual: Model, file: StaticString, line: UInt) -> PredicateResult {
     if expected == actual { return .success }

@@ -1,9 +1,9 @@
 public import MobiusCore
 
-/// A check on the ``First`` an initiate function returned.
+/// A check on the `First` an initiate function returned.
 public typealias FirstPredicate<Model, Effect> = Predicate<First<Model, Effect>>
 
-/// An ``InitSpec`` assertion that checks the ``First`` against every predicate and reports each failure.
+/// An ``InitSpec`` assertion that checks the `First` against every predicate and reports each failure.
 public func assertThatFirst<Model, Effect>(
     _ predicates: FirstPredicate<Model, Effect>...,
     failFunction: @escaping AssertionFailure = reportTestFailure

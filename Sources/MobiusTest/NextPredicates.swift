@@ -1,9 +1,9 @@
 public import MobiusCore
 
-/// A check on the ``Next`` an update returned.
+/// A check on the `Next` an update returned.
 public typealias NextPredicate<Model, Effect> = Predicate<Next<Model, Effect>>
 
-/// An ``UpdateSpec`` assertion that checks the last step's ``Next`` against every predicate and reports each
+/// An ``UpdateSpec`` assertion that checks the last step's `Next` against every predicate and reports each
 /// failure through `failFunction`.
 public func assertThatNext<Model, Event, Effect>(
     _ predicates: NextPredicate<Model, Effect>...,

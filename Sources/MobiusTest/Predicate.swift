@@ -8,7 +8,7 @@ public enum PredicateResult {
     case failure(message: String, file: StaticString, line: UInt)
 }
 
-/// A check on a value (a ``Next``, a ``First``) that says why it failed.
+/// A check on a value (a `Next`, a `First`) that says why it failed.
 public typealias Predicate<T> = (T) -> PredicateResult
 
 /// Reports a failed check. The default reports to whichever test framework is running (Swift Testing or

@@ -10,7 +10,7 @@ public import MobiusCore
 /// ```
 ///
 /// Events are applied in order; an event that produces no model keeps the previous one. `then` sees the final
-/// model and the last event's ``Next``; ``Then/thenEachStep(_:file:line:)`` asserts every step instead.
+/// model and the last event's `Next`; ``Then/thenEachStep(_:failFunction:file:line:)`` asserts every step instead.
 public struct UpdateSpec<Model, Event, Effect> {
     /// An assertion on the outcome of the events.
     public typealias Assert = (Result) -> Void
@@ -63,7 +63,7 @@ public struct UpdateSpec<Model, Event, Effect> {
         let file: StaticString
         let line: UInt
 
-        /// Runs `assertion` on the final model and the last event's ``Next``; with no events, reports a failure
+        /// Runs `assertion` on the final model and the last event's `Next`; with no events, reports a failure
         /// through `failFunction` instead, since nothing would be checked.
         public func then(_ assertion: Assert, failFunction: AssertionFailure = reportTestFailure) {
             guard let last = steps.last else {
@@ -91,7 +91,7 @@ public struct UpdateSpec<Model, Event, Effect> {
         }
     }
 
-    /// The model after an event and the ``Next`` that event produced.
+    /// The model after an event and the `Next` that event produced.
     public struct Result {
         /// The model after the event (the previous one if the event produced none).
         public let model: Model
@@ -100,7 +100,7 @@ public struct UpdateSpec<Model, Event, Effect> {
     }
 }
 
-/// An assertion on the ``First`` an initiate function returned.
+/// An assertion on the `First` an initiate function returned.
 public typealias AssertFirst<Model, Effect> = (First<Model, Effect>) -> Void
 
 /// A when-then test of an initiate function: starting from this model, this must hold.
@@ -126,7 +126,7 @@ public final class InitSpec<Model, Effect> {
         /// What the initiate function returned.
         public let first: First<Model, Effect>
 
-        /// Runs `assertion` on the ``First``.
+        /// Runs `assertion` on the `First`.
         public func then(_ assertion: AssertFirst<Model, Effect>) {
             assertion(first)
         }
