@@ -1,8 +1,10 @@
 /// Something that, given a consumer of its outputs, opens a ``Connection`` that accepts its inputs.
 ///
 /// Effect handlers (`Input` = effect, `Output` = event) and views (`Input` = model, `Output` = event) are
-/// connectables. Contract: `connect` may be called more than once, each call giving an independent connection;
-/// after the returned connection is disposed, the connectable sends nothing more to that `consumer`.
+/// connectables. Contract: after the returned connection is disposed, the connectable sends nothing more to that
+/// `consumer`. A connectable says whether it takes several connections at once, each independent (a view does), or
+/// one at a time (an ``EffectRouter``'s, as in Mobius.swift: a second `connect` while the first connection is open
+/// is a misuse reported to ``MobiusHooks``).
 public protocol Connectable<Input, Output>: Sendable {
     /// What the connection accepts.
     associatedtype Input

@@ -38,12 +38,14 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
             self.views = views
         }
 
-        /// Disposes the views' connections; models still on their way to a view are dropped.
+        /// Disposes the views' connections on `viewQueue`, after a model a view may be taking (so a connection is
+        /// never disposed under its own `accept`); models not yet on their way to a view are dropped.
         @usableFromInline
-        func disconnectViews() {
+        func disconnectViews(on viewQueue: DispatchQueue) {
             for view in views {
                 view.outbox.close()
-                view.connection.dispose()
+                let connection = view.connection
+                viewQueue.async { connection.dispose() }
             }
         }
     }
@@ -118,17 +120,16 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     deinit {
-        // Asynchronous, so that releasing the last reference never waits for (or deadlocks on) the loop queue.
+        // Disposed here, as stop() would, without waiting for the loop queue (a loop may be disposed from any thread):
+        // releasing the last reference never deadlocks on it, and the effect handler is free at once for a new loop.
         let run = state.withLock { state -> Run? in
             guard case .running(let run) = state.phase else { return nil }
             return run
         }
         guard let run else { return }
         run.inbox.close()
-        loopQueue.async {
-            run.loop.dispose()
-            run.disconnectViews()
-        }
+        run.loop.dispose()
+        run.disconnectViews(on: viewQueue)
     }
 
     /// `true` between ``start(file:line:)`` and ``stop(file:line:)``.
@@ -233,7 +234,8 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         }
         let inbox = Mailbox<Event>(queue: loopQueue)
         let connections = views.map { view in
-            let connection = view.connectable.connect { [weak self] event in self?.dispatchEvent(event) }
+            // Straight into this run's inbox: held until the loop is there, dropped once this run has stopped.
+            let connection = view.connectable.connect { event in inbox.post(event) }
             let outbox = Mailbox<Model>(queue: viewQueue, drainsUntilEmpty: true)
             outbox.open { model in connection.accept(model) }
             return ViewConnection(connection: connection, outbox: outbox)
@@ -255,8 +257,8 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     /// Stops the loop and remembers its last model; events still queued are dropped. The views' connections are
-    /// disposed (models not yet delivered to a view are dropped), and ``start(file:line:)`` connects them again. Stopping a
-    /// controller that is not running is a programming error.
+    /// disposed on the view queue (models not yet delivered to a view are dropped), and ``start(file:line:)``
+    /// connects them again. Stopping a controller that is not running is a programming error.
     public func stop(file: StaticString = #file, line: UInt = #line) {
         let claimed = state.withLock { state -> Run? in
             guard case .running(let run) = state.phase else { return nil }
@@ -299,7 +301,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
             run.loop.dispose()
             return run.loop.latestModel
         }
-        run.disconnectViews()
+        run.disconnectViews(on: viewQueue)
         return model
     }
 

@@ -49,7 +49,7 @@ extension Next: Sendable where Model: Sendable, Effect: Sendable {}
 extension Next: Equatable where Model: Equatable, Effect: Equatable {}
 
 extension Next: CustomDebugStringConvertible {
-    /// A description such as `(3, [save])` or `(nil, [])`, Mobius.swift's form, for test failures and logs.
+    /// A description such as `(3, ["save"])` or `(nil, [])`, Mobius.swift's form, for test failures and logs.
     public var debugDescription: String {
         let model = self.model.map { String(reflecting: $0) } ?? "nil"
         return "(\(model), \(String(reflecting: effects)))"

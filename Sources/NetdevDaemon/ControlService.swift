@@ -169,12 +169,16 @@ public final class ControlService: Sendable {
                             ["reason": .string("Reload needs uid 0; you are uid \(peer.uid)")])
                         return
                     }
-                    guard let dispatch = withState({ $0.dispatch }) else {
-                        replier.error("io.netdevd.NotRunning")
-                        return
+                    // Once the loop has published its first model (a call that came as netdevd started waits for
+                    // it, as the queries do): from then on the view is connected until the loop stops.
+                    withLatest { [self] _ in
+                        guard let dispatch = withState({ $0.dispatch }) else {
+                            replier.error("io.netdevd.NotRunning")
+                            return
+                        }
+                        dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
+                        replier.reply([:])
                     }
-                    dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
-                    replier.reply([:])
                 },
             ]
         )

@@ -35,6 +35,23 @@ public enum DocumentEvent: Equatable {
     case loaded(Int)
 }
 
+/// A generic effect, built by generic code the compiler does not specialise.
+public enum Wrapped<Value> {
+    case value(Value)
+    case empty
+    case done
+}
+
+@inline(never)
+func makeEmpty<Value>(_ type: Value.Type) -> Wrapped<Value> {
+    .empty
+}
+
+@inline(never)
+func makeDone<Value>(_ type: Value.Type) -> Wrapped<Value> {
+    .done
+}
+
 /// Runs `body` on a thread of its own, with a MobiusHooks error handler that records the message it is given;
 /// returns the message, or nil when `body` returns without one. The handler must not return, so it parks the
 /// reporting thread for good (each check uses objects of its own, which nothing else waits for).
@@ -88,6 +105,26 @@ final class MobiusSwiftBehaviourTests: XCTestCase {
         XCTAssertEqual(resets, 1)
         // load(7) went to load's route only (unload's payload has the same type), close to close's only.
         XCTAssertEqual(events, [.loaded(7), .closed])
+    }
+
+    func testRouteCaseOnAGenericEffectBuiltInGenericCode() {
+        var empties = 0
+        var dones = 0
+        var values: [String] = []
+        let router = EffectRouter<Wrapped<String>, DocumentEvent>()
+            .routeCase(Wrapped<String>.empty).to { empties += 1 }
+            .routeCase(Wrapped<String>.done).to { dones += 1 }
+            .routeCase(Wrapped<String>.value).to { value in values.append(value) }
+        let connection = router.asConnectable.connect { _ in }
+        // Built in unspecialised generic code, a case without associated values may leave the payload's bytes
+        // undefined: the case is told by its name, not its bytes.
+        connection.accept(makeEmpty(String.self))
+        connection.accept(makeDone(String.self))
+        connection.accept(.value("x"))
+        connection.dispose()
+        XCTAssertEqual(empties, 1)
+        XCTAssertEqual(dones, 1)
+        XCTAssertEqual(values, ["x"])
     }
 
     func testRouteCaseWithAValueThatHasAssociatedValuesIsMisuse() {
@@ -200,17 +237,52 @@ final class MobiusSwiftBehaviourTests: XCTestCase {
         queue.sync {}
         XCTAssertEqual(view.models, [0, 1])
         controller.stop()
-        XCTAssertEqual(view.disposals, 1, "disposed at stop")
+        queue.sync {}
+        XCTAssertEqual(view.disposals, 1, "disposed at stop, on the view queue")
         controller.start()
         XCTAssertEqual(view.connections, 2, "connected again at start")
         queue.sync {}
         XCTAssertEqual(view.models, [0, 1, 1], "the new connection starts from the remembered model")
         controller.stop()
+        queue.sync {}
         XCTAssertEqual(view.disposals, 2)
         controller.disconnectView()
         controller.start()
         XCTAssertEqual(view.connections, 2, "a disconnected view is not connected again")
         controller.stop()
+    }
+
+    func testEventsAViewSendsAsItConnectsReachTheLoop() {
+        final class EagerView: Connectable {
+            func connect(_ consumer: @escaping Consumer<DocumentEvent>) -> Connection<Int> {
+                consumer(.closed)
+                return Connection(acceptClosure: { _ in }, disposeClosure: {})
+            }
+        }
+        let queue = DispatchQueue(label: "controller")
+        let controller = Mobius.loop(
+            update: { (model: Int, event: DocumentEvent) -> Next<Int, DocumentEffect> in .next(model + 1) },
+            effectHandler: EffectRouter<DocumentEffect, DocumentEvent>().asConnectable
+        )
+        .makeController(from: 0, loopQueue: queue, viewQueue: queue)
+        controller.connectView(EagerView())
+        controller.start()
+        queue.sync {}
+        XCTAssertEqual(controller.model, 1, "the event sent while connecting, before the loop existed")
+        controller.stop()
+    }
+
+    func testAReleasedControllerFreesItsEffectHandlerAtOnce() {
+        let router = EffectRouter<DocumentEffect, DocumentEvent>().routeCase(DocumentEffect.close).to { _ in }
+        let builder = Mobius.loop(
+            update: { (model: Int, event: DocumentEvent) -> Next<Int, DocumentEffect> in .noChange },
+            effectHandler: router.asConnectable
+        )
+        var controller: MobiusController<Int, DocumentEvent, DocumentEffect>? = builder.makeController(
+            from: 0, loopQueue: DispatchQueue(label: "first"), viewQueue: DispatchQueue(label: "first views"))
+        controller?.start()
+        controller = nil
+        XCTAssertNil(reportedMisuse { builder.start(from: 0).dispose() }, "the router is free once released")
     }
 
     // 6. First and Next read in logs as they do with Mobius.swift.
