@@ -100,8 +100,8 @@ extension EffectRouter where Effect: Equatable {
 @usableFromInline
 final class RouterConnection<Effect>: Sendable {
     @usableFromInline let connections: [RouteConnection<Effect>]
+    /// Set by the first dispose, which alone disposes the routes; the routes' output checks it too.
     @usableFromInline let disconnected: AtomicFlag
-    @usableFromInline let disposer = AtomicFlag()
 
     @usableFromInline
     init(connections: [RouteConnection<Effect>], disconnected: AtomicFlag) {
@@ -111,8 +111,7 @@ final class RouterConnection<Effect>: Sendable {
 
     @usableFromInline
     func dispose() {
-        disconnected.set()
-        guard disposer.set() else { return }
+        guard disconnected.set() else { return }
         for connection in connections {
             connection.dispose()
         }

@@ -112,10 +112,7 @@ public final class Daemon: Sendable {
         }
         log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
         if options.udevSource == .udev, case .notRunning(let reason) = udevd {
-            log(
-                4,
-                "udevd is not running (\(reason)): no device events arrive until it starts (--udev-source udev; "
-                    + "'auto' follows the kernel's uevents meanwhile)")
+            log(4, DeviceEventSource.udevdAbsent(reason: reason))
         }
         if !monitor.receiveBufferRaised {
             // Unreadable in some sandboxes (ProcSubset=pid): then the value is left out, not shown as "?".

@@ -19,10 +19,9 @@ import Glibc
 ///   outage is said, once.
 /// - **udevd (re)started**, seen as its control socket appearing in `/run/udev` (inotify; `/run` until `/run/udev`
 ///   exists, and again if it goes; once the watch is in place, a probe catches a udevd that started before). Where
-///   udevd runs without
-///   systemd holding its sockets (a container, the test harness), the kernel's uevents while it was down reached no
-///   udev monitor and are not replayed, so the devices are re-read; with `follow`, a monitor that fell back to the
-///   kernel goes back to udevd first. Under systemd the control socket outlives a restart and nothing fires (nor is
+///   udevd runs without systemd holding its sockets (a container, the test harness), the kernel's uevents while it
+///   was down reached no udev monitor and are not replayed, so the devices are re-read; with `follow`, a monitor
+///   that fell back to the kernel goes back to udevd first. Under systemd the control socket outlives a restart and nothing fires (nor is
 ///   needed: the kernel socket, held by systemd, keeps the events). An inotify queue overflow probes instead.
 ///
 /// Everything happens on `queue`, the loop's (checked where it matters). A monitor of source `kernel` without
@@ -160,11 +159,14 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
                     + "devices")
             switchSource(to: .kernel)
         } else {
-            say(
-                .warning,
-                "udevd is not running (\(reason)): no device events arrive until it starts again "
-                    + "(--udev-source udev; 'auto' follows the kernel's uevents meanwhile)")
+            say(.warning, Self.udevdAbsent(reason: reason))
         }
+    }
+
+    /// What an operator of `--udev-source udev` is told when udevd is not running, at the start or later.
+    public static func udevdAbsent(reason: String) -> String {
+        "udevd is not running (\(reason)): no device events arrive until it starts (--udev-source udev; 'auto' "
+            + "follows the kernel's uevents meanwhile)"
     }
 
     /// A udevd that started between the start's probe and the watch on `/run/udev` made no inotify event.
@@ -254,7 +256,11 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             let unsure = events.contains { $0.name.isEmpty || ($0.watch == watches.run && $0.name == "udev") }
             if unsure {
                 let wasWatched = watches.udev != nil
-                _ = watches.watch()
+                if !watches.watch() {
+                    problem(
+                        "cannot watch /run/udev or /run (inotify: \(String(cString: strerror(errno)))): udevd "
+                            + "starting again is no longer noticed")
+                }
                 // A /run/udev just made may hold udevd's control socket already, made before the watch was.
                 if !wasWatched && watches.udev != nil && access("/run/udev/control", F_OK) == 0 { created = true }
             }

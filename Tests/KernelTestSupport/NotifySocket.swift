@@ -10,16 +10,7 @@ public final class NotifySocket {
     public init() throws {
         path = NSTemporaryDirectory() + "netdevd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let bound = withUnixSocketAddress(path) { bind(fd, $0, $1) }
         guard bound == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
     }
 

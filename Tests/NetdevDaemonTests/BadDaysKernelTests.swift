@@ -479,7 +479,7 @@ struct BadDaysKernelTests {
             ? "udevd is not running (nothing listens on /run/udev/control, left by a udevd that stopped) and "
                 + "no device events followed the kernel's link changes: following the kernel's raw uevents"
             : "udevd is not running (nothing listens on /run/udev/control, left by a udevd that stopped): "
-                + "no device events arrive until it starts again"
+                + "no device events arrive until it starts (--udev-source udev"
         #expect(waitUntil(timeout: 15) { Self.journalLines(of: daemon).contains(outage) }, "not said: \(outage)")
         if source == .auto {
             #expect(

@@ -1,4 +1,5 @@
 import Foundation
+import KernelTestSupport
 import Testing
 
 @testable import Udev
@@ -18,16 +19,7 @@ struct UdevdStatusTests {
     static func bound(_ path: String, type: Int32 = Int32(SOCK_SEQPACKET.rawValue), listen: Bool) throws -> Int32 {
         let fd = socket(AF_UNIX, type, 0)
         try #require(fd >= 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let result = withUnixSocketAddress(path) { bind(fd, $0, $1) }
         try #require(result == 0, "bind \(path): errno \(errno)")
         if listen { try #require(Glibc.listen(fd, 8) == 0) }
         return fd
