@@ -29,7 +29,6 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/swift-case-paths", from: "1.10.0"),
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         // `swift package generate-documentation`: the DocC catalogs of MobiusCore and MobiusTest (make docs).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
@@ -76,13 +75,17 @@ let package = Package(
             dependencies: ["MobiusCore", .product(name: "HashTreeCollections", package: "swift-collections")],
             swiftSettings: strict
         ),
-        .target(name: "Varlink", dependencies: ["Locking", "CLinux"], swiftSettings: strict),
+        // JSON text to and from Codable values, without Foundation (no ICU, no Foundation in the binaries).
+        .target(name: "JSONCoding", swiftSettings: strict),
+        // Command lines of netdevd and netdevctl: options, arguments, help and usage errors.
+        .target(name: "CommandOptions", swiftSettings: strict),
+        .target(name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding"], swiftSettings: strict),
         // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
         .target(name: "NetdevWire", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
             dependencies: [
-                "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "CLinux",
+                "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding", "CLinux",
                 "Locking",
             ],
             swiftSettings: strict
@@ -90,8 +93,7 @@ let package = Package(
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevWire", "NetdevSession", "Varlink", "Locking",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions",
             ],
             swiftSettings: strict
         ),
@@ -99,8 +101,7 @@ let package = Package(
         .executableTarget(
             name: "netdevd",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev", "CommandOptions",
             ],
             swiftSettings: strict
         ),
@@ -163,6 +164,8 @@ let package = Package(
             name: "NetdevctlCommandsTests", dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink"],
             swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
+        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding"], swiftSettings: strict),
+        .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions"], swiftSettings: strict),
         // The fuzz targets' checks (Fuzz/): what libFuzzer runs (make fuzz) and what the corpus replay test runs.
         .target(
             name: "FuzzChecks",

@@ -1,4 +1,3 @@
-import FoundationEssentials
 public import NetdevSession
 import NetdevWire
 

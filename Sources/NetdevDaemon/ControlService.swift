@@ -1,5 +1,4 @@
 import Dispatch
-import FoundationEssentials
 import Locking
 public import MobiusCore
 public import NetdevSession
@@ -84,12 +83,10 @@ public final class ControlService: Sendable {
     }
 
     /// `value` as JSON bytes, encoded once for every monitor. `nil` does not happen for netdevd's reports (strings,
-    /// integers, booleans and collections of them; JSONEncoder fails only on non-finite floats and throwing custom
+    /// integers, booleans and collections of them; the encoder fails only on non-finite floats and throwing custom
     /// encodings); callers answer an empty object rather than stop.
     static func encoded(_ value: some Encodable) -> [UInt8]? {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(value)).map(Array.init)
+        try? JSONTextEncoder().encode(value)
     }
 
     /// The interface, for a ``VarlinkServer``.

@@ -1,6 +1,5 @@
 internal import CLinux
 import Dispatch
-import FoundationEssentials
 import Locking
 import MobiusCore
 import NetdevSession
@@ -203,7 +202,7 @@ public final class Daemon: Sendable {
         #if DEBUG
         // Test builds only: SIGUSR1 blocks the loop queue for 3 s, so a test can see the watchdog pings stop.
         let blocker =
-            ProcessInfo.processInfo.environment["NETDEVD_TEST_BLOCK_LOOP_ON_SIGUSR1"] == "1"
+            getenv("NETDEVD_TEST_BLOCK_LOOP_ON_SIGUSR1").map { String(cString: $0) } == "1"
             ? blockLoopOnSIGUSR1() : nil
         defer { blocker?.cancel() }
         #endif

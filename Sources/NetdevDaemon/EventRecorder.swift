@@ -1,5 +1,5 @@
 import Dispatch
-import FoundationEssentials
+import JSONCoding
 import Locking
 import MobiusCore
 import NetdevSession
@@ -16,14 +16,13 @@ import Glibc
 /// takes writes slower than events come (a pipe nobody reads) once 64 MiB wait, so it never grows netdevd's memory
 /// or holds up its exit.
 final class EventRecorder: MobiusLogger, @unchecked Sendable {
-    // @unchecked Sendable: `encoder` is used only by the loop, which calls its logger one event at a time;
-    // `descriptor` is written to only on `writes`, a serial queue; `backlog` is Locked.
+    // @unchecked Sendable: `descriptor` is written to only on `writes`, a serial queue; `backlog` is Locked.
     typealias Model = NetdevSession.Model
     typealias Event = NetdevSession.Event
     typealias Effect = NetdevSession.Effect
 
     private let descriptor: Int32
-    private let encoder = JSONEncoder()
+    private let encoder = JSONTextEncoder()
     private let writes = DispatchQueue(label: "netdevd.record")
     /// Bytes handed to `writes` and not yet written, and whether recording stopped (too many waited, or an event
     /// could not be encoded).
@@ -40,7 +39,6 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
             return nil
         }
         self.descriptor = descriptor
-        encoder.outputFormatting = [.sortedKeys]
     }
 
     deinit {
@@ -58,7 +56,7 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
     }
 
     func willUpdate(model: Model, event: Event) {
-        var encoded: Data
+        var encoded: [UInt8]
         do {
             encoded = try encoder.encode(event)
         } catch {
@@ -67,7 +65,7 @@ final class EventRecorder: MobiusLogger, @unchecked Sendable {
             return
         }
         encoded.append(UInt8(ascii: "\n"))
-        append([UInt8](encoded))
+        append(encoded)
     }
 
     /// Stops recording for good (later lines are refused) and says why on standard error, once.

@@ -114,7 +114,7 @@ final class HookDiscovery: Sendable {
     /// beside a changed file (`50-x.dpkg-old`, `.dpkg-dist`, `.dpkg-new`, `.ucf-dist`, ...), as run-parts skips
     /// them.
     static func isLeftover(_ name: String) -> Bool {
-        name.hasPrefix(".") || name.hasSuffix("~") || name.contains(".dpkg-") || name.contains(".ucf-")
+        name.hasPrefix(".") || name.hasSuffix("~") || name.containsBytes(".dpkg-") || name.containsBytes(".ucf-")
             || name.hasSuffix(".rpmnew") || name.hasSuffix(".rpmsave") || name.hasSuffix(".swp")
     }
 

@@ -1,4 +1,4 @@
-import FoundationEssentials
+import JSONCoding
 public import NetdevSession
 import NetdevWire
 import Varlink
@@ -45,12 +45,12 @@ public struct Recording: Sendable, Equatable {
 
     /// The recording in `text` (`file` names it in errors).
     public init(text: String, file: String = "-") throws(RecordingError) {
-        let decoder = JSONDecoder()
+        let decoder = JSONTextDecoder()
         var configuration: Configuration?
         var events: [Event] = []
         var earlierRuns = 0
         for (number, line) in TextFile.lines(text).enumerated() {
-            let data = Data(line.utf8)
+            let data = Array(line.utf8)
             if line.allSatisfy(\.isWhitespace) { continue }
             if line.hasPrefix("{\"start\":") {
                 let start: Start
@@ -80,8 +80,8 @@ public struct Recording: Sendable, Equatable {
     }
 
     /// The first line `--record` writes: the configuration the loop starts with.
-    static func startLine(_ configuration: Configuration, encoder: JSONEncoder) throws -> [UInt8] {
-        Array(try encoder.encode(Start(start: Start.Body(configuration: configuration))))
+    static func startLine(_ configuration: Configuration, encoder: JSONTextEncoder) throws -> [UInt8] {
+        try encoder.encode(Start(start: Start.Body(configuration: configuration)))
     }
 }
 
@@ -160,13 +160,12 @@ public struct OfflineReplay: Sendable {
     /// The output for scripts: one JSON object per line, `{"step":N,"journal":{...}}` or `{"step":N,"hooks":{...}}`,
     /// then `{"state":{...}}` (the state `Monitor` would send first, devices included).
     public var jsonLines: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoder = JSONTextEncoder()
         var text = ""
         func line(_ value: some Encodable) {
             // Dropping is right here: these values are strings, integers and dictionaries of them, which
-            // JSONEncoder cannot fail on (only non-finite floats and throwing custom encoders can).
-            if let data = try? encoder.encode(value) { text += String(decoding: data, as: UTF8.self) + "\n" }
+            // the encoder cannot fail on (only non-finite floats and throwing custom encoders can).
+            if let data = try? encoder.encodeToString(value) { text += data + "\n" }
         }
         for output in outputs {
             switch output {

@@ -1,15 +1,20 @@
-import ArgumentParser
+import CommandOptions
 import NetdevWire
 import Varlink
 
 /// `netdevctl links [PATTERN]`.
-struct Links: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List links, optionally those matching a glob.")
+struct Links: NetdevctlCommand {
+    static let name = "links"
+    static let abstract = "List links, optionally those matching a glob."
+    static let arguments = [ArgumentSpec("pattern", help: "A glob over link names, such as 'eth*'.", optional: true)]
 
-    @Argument(help: "A glob over link names, such as 'eth*'.")
     var pattern: String?
+    var options: CommonOptions
 
-    @OptionGroup var options: CommonOptions
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        pattern = parsed.argument("pattern")
+        self.options = options
+    }
 
     func run() throws {
         let parameters: [String: JSONValue] = pattern.map { ["pattern": .string($0)] } ?? [:]
@@ -25,13 +30,18 @@ struct LinksReply: Decodable {
 }
 
 /// `netdevctl link NAME`.
-struct LinkCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "link", abstract: "Show one link in detail.")
+struct LinkCommand: NetdevctlCommand {
+    static let name = "link"
+    static let abstract = "Show one link in detail."
+    static let arguments = [ArgumentSpec("name", help: "The link's name.")]
 
-    @Argument(help: "The link's name.")
     var name: String
+    var options: CommonOptions
 
-    @OptionGroup var options: CommonOptions
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        name = parsed.argument("name") ?? ""
+        self.options = options
+    }
 
     func run() throws {
         let reply = try options.call("io.netdevd.ListLinks", ["pattern": .string(name)])
@@ -55,13 +65,20 @@ struct LinkCommand: ParsableCommand {
 }
 
 /// `netdevctl devices [--subsystem S]`.
-struct Devices: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List tracked devices.")
+struct Devices: NetdevctlCommand {
+    static let name = "devices"
+    static let abstract = "List tracked devices."
+    static let options = [
+        OptionSpec.option("subsystem", help: "Only devices of this udev subsystem (net, block, usb, tty, ...).")
+    ]
 
-    @Option(help: "Only devices of this udev subsystem (net, block, usb, tty, ...).")
     var subsystem: String?
+    var options: CommonOptions
 
-    @OptionGroup var options: CommonOptions
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        subsystem = parsed.value("subsystem")
+        self.options = options
+    }
 
     func run() throws {
         let reply = try options.call("io.netdevd.ListDevices", subsystem.map { ["subsystem": .string($0)] } ?? [:])
@@ -76,14 +93,20 @@ struct Devices: ParsableCommand {
 }
 
 /// `netdevctl device PATH`.
-struct DeviceCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "device", abstract: "Show one device in detail, by sysfs path or kernel name.")
+struct DeviceCommand: NetdevctlCommand {
+    static let name = "device"
+    static let abstract = "Show one device in detail, by sysfs path or kernel name."
+    static let arguments = [
+        ArgumentSpec("path", help: "The device's sysfs path (/sys/devices/...) or kernel name (sda, ttyUSB0).")
+    ]
 
-    @Argument(help: "The device's sysfs path (/sys/devices/...) or kernel name (sda, ttyUSB0).")
     var path: String
+    var options: CommonOptions
 
-    @OptionGroup var options: CommonOptions
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        path = parsed.argument("path") ?? ""
+        self.options = options
+    }
 
     func run() throws {
         let reply = try options.call("io.netdevd.ListDevices")
@@ -128,10 +151,15 @@ struct DeviceCommand: ParsableCommand {
 }
 
 /// `netdevctl reload`.
-struct Reload: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Make netdevd re-read its configuration (root only).")
+struct Reload: NetdevctlCommand {
+    static let name = "reload"
+    static let abstract = "Make netdevd re-read its configuration (root only)."
 
-    @OptionGroup var options: CommonOptions
+    var options: CommonOptions
+
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        self.options = options
+    }
 
     func run() throws {
         _ = try options.call("io.netdevd.Reload")

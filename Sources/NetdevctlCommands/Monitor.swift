@@ -1,5 +1,4 @@
-import ArgumentParser
-import FoundationEssentials
+import CommandOptions
 import NetdevSession
 import NetdevWire
 import Varlink
@@ -10,34 +9,42 @@ import Glibc
 
 /// `netdevctl monitor`: the state, then every change of links, devices and the online state, as readable lines
 /// or JSON (the whole state after each change), narrowed by the filters like `udevadm monitor`'s.
-struct Monitor: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Follow changes: links, devices, states, online state.",
-        discussion: """
-            Links print their states, addresses and renames; devices print when they are added, changed (udev's \
-            action and the properties that changed), renamed or removed. Filters narrow both the lines and the \
-            JSON states.
-            """)
+struct Monitor: NetdevctlCommand {
+    static let name = "monitor"
+    static let abstract = "Follow changes: links, devices, states, online state."
+    static let discussion = """
+        Links print their states, addresses and renames; devices print when they are added, changed (udev's \
+        action and the properties that changed), renamed or removed. Filters narrow both the lines and the \
+        JSON states.
+        """
+    static let arguments = [
+        ArgumentSpec(
+            "patterns",
+            help: "Globs over link names and device names or sysfs paths ('eth*', 'sd?', '/sys/devices/pci*').",
+            repeating: true)
+    ]
+    static let options: [OptionSpec] = [
+        .option(
+            "subsystem", help: "Only devices of this udev subsystem (repeat for more); links count as subsystem net.",
+            repeating: true),
+        .flag("links-only", help: "Only links (and the online state)."),
+        .flag("devices-only", help: "Only devices."),
+    ]
 
-    @Argument(help: "Globs over link names and device names or sysfs paths ('eth*', 'sd?', '/sys/devices/pci*').")
-    var patterns: [String] = []
+    var patterns: [String]
+    var subsystems: [String]
+    var linksOnly: Bool
+    var devicesOnly: Bool
+    var options: CommonOptions
 
-    @Option(
-        name: .customLong("subsystem"),
-        help: "Only devices of this udev subsystem (repeat for more); links count as subsystem net.")
-    var subsystems: [String] = []
-
-    @Flag(help: "Only links (and the online state).")
-    var linksOnly = false
-
-    @Flag(help: "Only devices.")
-    var devicesOnly = false
-
-    @OptionGroup var options: CommonOptions
-
-    func validate() throws {
+    init(_ parsed: ParsedCommand, options: CommonOptions) throws(UsageError) {
+        patterns = parsed.arguments("patterns")
+        subsystems = parsed.values("subsystem")
+        linksOnly = parsed.flag("links-only")
+        devicesOnly = parsed.flag("devices-only")
+        self.options = options
         if linksOnly && devicesOnly {
-            throw ValidationError("--links-only and --devices-only exclude each other")
+            throw UsageError(Self.spec, "--links-only and --devices-only exclude each other")
         }
     }
 

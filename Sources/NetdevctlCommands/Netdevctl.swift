@@ -1,5 +1,4 @@
-import ArgumentParser
-import FoundationEssentials
+import CommandOptions
 import NetdevWire
 import Varlink
 
@@ -11,55 +10,122 @@ import Glibc
 /// under the name `netdevctl` (the package installs one binary for both).
 public enum NetdevctlProgram {
     /// Parses the command line and runs the command; exits with the documented status (0, 1, 2, 3 or 4).
-    public static func main() {
-        Netdevctl.main()
+    public static func main() -> Never {
+        exit(Netdevctl.run(Array(CommandLine.arguments.dropFirst())))
+    }
+}
+
+/// A `netdevctl` subcommand: what it takes (its ``CommandSpec``, the common options added), made from a parsed
+/// command line, and run.
+protocol NetdevctlCommand: Sendable {
+    /// The name typed after `netdevctl`.
+    static var name: String { get }
+    /// One line of help.
+    static var abstract: String { get }
+    /// Paragraphs of help.
+    static var discussion: String { get }
+    /// Its own options and arguments (the common ones are added).
+    static var options: [OptionSpec] { get }
+    static var arguments: [ArgumentSpec] { get }
+
+    /// The command as the line said it; a value it cannot take is a usage error.
+    init(_ parsed: ParsedCommand, options: CommonOptions) throws(UsageError)
+
+    /// Runs; a ``CommandFailure`` says the exit status and why.
+    func run() throws
+}
+
+extension NetdevctlCommand {
+    static var discussion: String { "" }
+    static var options: [OptionSpec] { [] }
+    static var arguments: [ArgumentSpec] { [] }
+
+    static var spec: CommandSpec {
+        CommandSpec(
+            name: "netdevctl \(name)", abstract: abstract, discussion: discussion,
+            options: options + CommonOptions.options, arguments: arguments)
     }
 }
 
 /// `netdevctl`: query and follow netdevd.
-struct Netdevctl: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "netdevctl",
+enum Netdevctl {
+    static let version = "0.1.0"
+
+    static let commands: [any NetdevctlCommand.Type] = [
+        Status.self, Links.self, LinkCommand.self, Devices.self, DeviceCommand.self, Monitor.self, WaitOnline.self,
+        Reload.self,
+    ]
+
+    static let spec = CommandSpec(
+        name: "netdevctl",
         abstract: "Query and follow netdevd: links, devices, online state.",
         discussion: """
             Exit status: 0 success, 1 failure, 2 usage error, 3 timeout (wait-online), 4 netdevd unreachable.
-            The socket is /run/netdevd/io.netdevd, or NETDEVD_SOCKET, or --socket.
+            The socket is /run/netdevd/io.netdevd, or NETDEVD_SOCKET, or --socket. Without a command: status.
             """,
-        version: "0.1.0",
-        subcommands: [
-            Status.self, Links.self, LinkCommand.self, Devices.self, DeviceCommand.self, Monitor.self, WaitOnline.self,
-            Reload.self,
-        ],
-        defaultSubcommand: Status.self
-    )
+        options: CommonOptions.options)
 
-    /// Runs the command, mapping errors to the documented exit statuses.
-    static func main() {
+    static func help(_ command: (any NetdevctlCommand.Type)?) -> String {
+        guard let command else {
+            return spec.help(
+                subcommands: commands.map { ($0.name + ($0 == Status.self ? " (default)" : ""), $0.abstract) })
+        }
+        return command.spec.help()
+    }
+
+    /// Runs the command line `arguments` (without the program's name); the exit status.
+    static func run(_ arguments: [String]) -> Int32 {
+        var arguments = arguments
+        // `netdevctl help [COMMAND]`.
+        if arguments.first == "help" {
+            guard arguments.count <= 2 else {
+                writeToStandardError("\(UsageError(spec, "help takes one command at most"))\n")
+                return 2
+            }
+            let command = arguments.count == 2 ? commands.first { $0.name == arguments[1] } : nil
+            if arguments.count == 2, command == nil {
+                writeToStandardError("\(UsageError(spec, "Unknown command '\(arguments[1])'"))\n")
+                return 2
+            }
+            print(help(command), terminator: "")
+            return 0
+        }
+        // The command is the first argument that names one: options may come before it (`netdevctl --json=short
+        // links`, as networkctl allows); without one it is status.
+        var command: (any NetdevctlCommand.Type)?
+        if let index = arguments.firstIndex(where: { argument in commands.contains { $0.name == argument } }) {
+            command = commands.first { $0.name == arguments[index] }
+            arguments.remove(at: index)
+        }
+        let chosen = command ?? Status.self
+        let runnable: any NetdevctlCommand
+        do throws(UsageError) {
+            let parsed = try chosen.spec.parse(arguments)
+            switch parsed.request {
+            case .help:
+                print(help(command), terminator: "")
+                return 0
+            case .version:
+                print(version)
+                return 0
+            case nil:
+                runnable = try chosen.init(parsed, options: CommonOptions(parsed))
+            }
+        } catch {
+            writeToStandardError("\(error)\n")
+            return 2
+        }
         do {
-            var command = try parseAsRoot(globalOptionsAfterSubcommand(Array(CommandLine.arguments.dropFirst())))
-            try command.run()
+            try runnable.run()
+            return 0
         } catch let failure as CommandFailure {
             writeToStandardError(failure.message + "\n")
-            Glibc.exit(failure.status)
+            return failure.status
         } catch {
-            let code = exitCode(for: error)
-            if code == .validationFailure {
-                writeToStandardError(fullMessage(for: error) + "\n")
-                Glibc.exit(2)
-            }
-            exit(withError: error)
+            writeToStandardError("netdevctl: \(error)\n")
+            return 1
         }
     }
-}
-
-/// Moves options written before the subcommand (`netdevctl --json=short links`, as networkctl allows) after it,
-/// where the subcommand's options live.
-func globalOptionsAfterSubcommand(_ arguments: [String]) -> [String] {
-    let names = Set(Netdevctl.configuration.subcommands.map { $0._commandName })
-    // `netdevctl help links` is the argument parser's help for `links`, not `links help`.
-    guard arguments.first != "help" else { return arguments }
-    guard let index = arguments.firstIndex(where: { names.contains($0) }), index > 0 else { return arguments }
-    return [arguments[index]] + arguments[..<index] + arguments[(index + 1)...]
 }
 
 /// A failure with its exit status and a message that says what to do.
@@ -77,18 +143,29 @@ struct CommandFailure: Error {
 }
 
 /// Options every subcommand takes.
-struct CommonOptions: ParsableArguments {
-    @Option(help: "netdevd's control socket (default: $NETDEVD_SOCKET or /run/netdevd/io.netdevd).")
+struct CommonOptions {
+    static let options: [OptionSpec] = [
+        .option(
+            "socket", value: "path",
+            help: "netdevd's control socket (default: $NETDEVD_SOCKET or /run/netdevd/io.netdevd)."),
+        .option(
+            "json", value: "mode", help: "Print JSON: short (one line), pretty, or off.",
+            choices: JSONMode.allCases.map(\.rawValue), default: "off"),
+        .flag("no-legend", help: "Leave out table headers and the summary line."),
+    ]
+
     var socket: String?
-
-    @Option(help: "Print JSON: short (one line), pretty, or off.")
     var json: JSONMode = .off
-
-    @Flag(help: "Leave out table headers and the summary line.")
     var noLegend = false
 
+    init(_ parsed: ParsedCommand) {
+        socket = parsed.value("socket")
+        json = parsed.value("json").flatMap(JSONMode.init(rawValue:)) ?? .off
+        noLegend = parsed.flag("no-legend")
+    }
+
     var socketPath: String {
-        socket ?? ProcessInfo.processInfo.environment["NETDEVD_SOCKET"] ?? "/run/netdevd/io.netdevd"
+        socket ?? getenv("NETDEVD_SOCKET").map { String(cString: $0) } ?? "/run/netdevd/io.netdevd"
     }
 
     /// Connects, turning "not there" into exit status 4 with a hint.
@@ -127,49 +204,12 @@ struct CommonOptions: ParsableArguments {
     /// said on standard error.
     func printJSON(encoding value: some Encodable) -> Bool {
         guard json != .off else { return false }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting =
-            json == .pretty
-            ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let text = String(decoding: try encoder.encode(value), as: UTF8.self)
-            print(json == .pretty ? Self.closingEmptyContainers(text) : text)
+            print(try JSONTextEncoder(prettyPrinted: json == .pretty).encodeToString(value))
         } catch {
             writeToStandardError("netdevctl: cannot print the reply as JSON: \(error)\n")
         }
         return true
-    }
-
-    /// `text` (pretty-printed JSON) with every empty array or object as `[]` or `{}`: the encoder prints them
-    /// over lines of their own ("[\n\n]"). Brackets inside strings are left as they are.
-    static func closingEmptyContainers(_ text: String) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity(text.utf8.count)
-        var inString = false
-        var escaped = false
-        for byte in text.utf8 {
-            if inString {
-                output.append(byte)
-                if escaped {
-                    escaped = false
-                } else if byte == UInt8(ascii: "\\") {
-                    escaped = true
-                } else if byte == UInt8(ascii: "\"") {
-                    inString = false
-                }
-                continue
-            }
-            if byte == UInt8(ascii: "]") || byte == UInt8(ascii: "}") {
-                let opening = byte == UInt8(ascii: "]") ? UInt8(ascii: "[") : UInt8(ascii: "{")
-                // Back over the whitespace since the last token: if that token opened this container, it is empty.
-                var index = output.count
-                while index > 0, [0x20, 0x0A, 0x0D, 0x09].contains(output[index - 1]) { index -= 1 }
-                if index > 0, output[index - 1] == opening { output.removeSubrange(index...) }
-            }
-            if byte == UInt8(ascii: "\"") { inString = true }
-            output.append(byte)
-        }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// Prints `value` as JSON in the chosen mode; returns `false` when JSON is off or there is no value.
@@ -180,13 +220,13 @@ struct CommonOptions: ParsableArguments {
 }
 
 /// `--json`.
-enum JSONMode: String, ExpressibleByArgument, CaseIterable {
+enum JSONMode: String, CaseIterable {
     case short, pretty, off
 }
 
 /// Colours operational and online states, only on a terminal and never with NO_COLOR.
 enum Paint {
-    static let enabled = isatty(STDOUT_FILENO) == 1 && ProcessInfo.processInfo.environment["NO_COLOR"] == nil
+    static let enabled = isatty(STDOUT_FILENO) == 1 && getenv("NO_COLOR") == nil
 
     static func state(_ text: String) -> String {
         guard enabled else { return text }

@@ -1,12 +1,17 @@
-import ArgumentParser
+import CommandOptions
 import NetdevWire
 import Varlink
 
 /// `netdevctl status`: phase, online state, the links and device counts.
-struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the online state, the links and device counts.")
+struct Status: NetdevctlCommand {
+    static let name = "status"
+    static let abstract = "Show the online state, the links and device counts."
 
-    @OptionGroup var options: CommonOptions
+    var options: CommonOptions
+
+    init(_ parsed: ParsedCommand, options: CommonOptions) {
+        self.options = options
+    }
 
     func run() throws {
         let reply = try options.call("io.netdevd.GetState")

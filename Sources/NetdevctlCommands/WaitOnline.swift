@@ -1,6 +1,5 @@
-import ArgumentParser
+import CommandOptions
 import Dispatch
-import FoundationEssentials
 import Locking
 import NetdevSession
 import NetdevWire
@@ -11,45 +10,53 @@ import Glibc
 #endif
 
 /// `netdevctl wait-online`: block until the host (or the named links) is online, or say why not.
-struct WaitOnline: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "wait-online",
-        abstract: "Wait until netdevd says the host, or the given links, are online.",
-        discussion: """
-            Without --interface, waits for netdevd's online state to be 'online' (its configuration decides). \
-            With --interface (repeatable, globs allowed, each with an optional :STATE), waits for those links; \
-            with --any, for one of them. On timeout it names each link not there yet and its state (exit 3).
-            """
-    )
+struct WaitOnline: NetdevctlCommand {
+    static let name = "wait-online"
+    static let abstract = "Wait until netdevd says the host, or the given links, are online."
+    static let discussion = """
+        Without --interface, waits for netdevd's online state to be 'online' (its configuration decides). \
+        With --interface (repeatable, globs allowed, each with an optional :STATE), waits for those links; \
+        with --any, for one of them. On timeout it names each link not there yet and its state (exit 3).
+        """
+    static let options: [OptionSpec] = [
+        .option(
+            "interface", value: "interface",
+            help: "A link (glob) and optionally its minimum state: eth0, wl*:degraded.",
+            repeating: true),
+        .flag("any", help: "Succeed when any one of the given links is ready."),
+        .option(
+            "min-state", value: "state", help: "The minimum state for links given without one.",
+            choices: OperationalState.allCases.map(\.rawValue), default: "routable"),
+        .option(
+            "timeout", value: "span",
+            help: "How long to wait: a time span such as 2s, 500ms, 1min; 0 or infinity waits forever.",
+            default: "120s"),
+    ]
 
-    @Option(name: .customLong("interface"), help: "A link (glob) and optionally its minimum state: eth0, wl*:degraded.")
-    var interfaces: [String] = []
+    var interfaces: [String]
+    var any: Bool
+    var minState: String
+    var timeout: String
+    var options: CommonOptions
 
-    @Flag(help: "Succeed when any one of the given links is ready.")
-    var any = false
-
-    @Option(help: "The minimum state for links given without one.")
-    var minState: String = "routable"
-
-    @Option(help: "How long to wait: a time span such as 2s, 500ms, 1min; 0 or infinity waits forever.")
-    var timeout: String = "120s"
-
-    @OptionGroup var options: CommonOptions
-
-    func validate() throws {
-        guard OperationalState(name: minState) != nil else {
-            throw ValidationError(
-                "--min-state must be one of \(OperationalState.allCases.map(\.rawValue).joined(separator: ", "))")
-        }
+    init(_ parsed: ParsedCommand, options: CommonOptions) throws(UsageError) {
+        interfaces = parsed.values("interface")
+        any = parsed.flag("any")
+        minState = parsed.value("min-state") ?? "routable"
+        timeout = parsed.value("timeout") ?? "120s"
+        self.options = options
         switch TimeSpan.parse(timeout) {
         case .success: break
         case .failure(.notATimeSpan):
-            throw ValidationError("--timeout '\(timeout)' is not a time span such as 2s, 500ms, 1min or infinity")
+            throw UsageError(
+                Self.spec, "--timeout '\(timeout)' is not a time span such as 2s, 500ms, 1min or infinity")
         case .failure(.tooLarge):
-            throw ValidationError("--timeout '\(timeout)' is longer than 365 days; write infinity to wait forever")
+            throw UsageError(
+                Self.spec, "--timeout '\(timeout)' is longer than 365 days; write infinity to wait forever")
         }
         for interface in interfaces where InterfaceRequirement(parsing: interface) == nil {
-            throw ValidationError("--interface '\(interface)' is not NAME or NAME:STATE with a state netdevd knows")
+            throw UsageError(
+                Self.spec, "--interface '\(interface)' is not NAME or NAME:STATE with a state netdevd knows")
         }
     }
 

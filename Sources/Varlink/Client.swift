@@ -1,5 +1,4 @@
 import Dispatch
-import FoundationEssentials
 
 #if canImport(Glibc)
 import Glibc
@@ -87,7 +86,7 @@ public final class VarlinkClient {
         let message = try receiveMessage()
         let reply: TypedReply<Parameters>
         do {
-            reply = try JSONDecoder().decode(TypedReply<Parameters>.self, from: Data(message))
+            reply = try JSONTextDecoder().decode(TypedReply<Parameters>.self, from: message)
         } catch {
             throw .malformedReply(String(decoding: message.prefix(200), as: UTF8.self))
         }
@@ -154,7 +153,7 @@ public final class VarlinkClient {
     private func receive() throws(VarlinkClientError) -> VarlinkReply {
         let message = try receiveMessage()
         do {
-            return try JSONDecoder().decode(VarlinkReply.self, from: Data(message))
+            return try JSONTextDecoder().decode(VarlinkReply.self, from: message)
         } catch {
             throw .malformedReply(String(decoding: message.prefix(200), as: UTF8.self))
         }

@@ -1,5 +1,4 @@
 import Dispatch
-import FoundationEssentials
 import Locking
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import FoundationEssentials
+@_exported public import JSONCoding
 
 /// A Varlink call: `{"method": "io.netdevd.GetState", "parameters": {...}, "more": true}`.
 public struct VarlinkCall: Sendable, Equatable, Codable {
@@ -64,7 +64,7 @@ extension VarlinkCall {
     /// The call in `message` (one framed message, without its NUL), as a connection reads it.
     public static func decode(_ message: [UInt8]) -> Result<VarlinkCall, NotACall> {
         do {
-            return .success(try JSONDecoder().decode(VarlinkCall.self, from: Data(message)))
+            return .success(try JSONTextDecoder().decode(VarlinkCall.self, from: message))
         } catch {
             return .failure(NotACall(description: JSONProblem.words(error)))
         }
@@ -164,16 +164,16 @@ public struct VarlinkFraming: Sendable {
 
     /// The bytes of `value` as JSON, NUL-terminated.
     public static func encode<Value: Encodable>(_ value: Value) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Array(try encoder.encode(value)) + [0]
+        var bytes = try JSONTextEncoder().encode(value)
+        bytes.append(0)
+        return bytes
     }
 }
 
 /// A JSON decoding failure in words a person can act on ("invalid JSON: ...", "no 'method'", "unexpected value at
 /// parameters.index"), for the messages of whoever refuses the input: a Varlink message, a recording's line.
 public enum JSONProblem {
-    /// `error` (from `JSONDecoder`) in words.
+    /// `error` (from ``JSONTextDecoder``) in words.
     public static func words(_ error: any Error) -> String {
         switch error {
         case DecodingError.dataCorrupted(let context): "invalid JSON: \(context.debugDescription)"

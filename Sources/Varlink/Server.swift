@@ -1,6 +1,5 @@
 internal import CLinux
 import Dispatch
-import FoundationEssentials
 import Locking
 
 #if canImport(Glibc)

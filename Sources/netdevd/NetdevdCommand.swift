@@ -1,4 +1,4 @@
-import ArgumentParser
+import CommandOptions
 import NetdevDaemon
 import NetdevSession
 import NetdevWire
@@ -10,94 +10,151 @@ import Glibc
 #endif
 
 /// `netdevd`: watches network links and devices, tells systemd and the journal, runs hooks.
-struct NetdevdCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "netdevd",
+struct NetdevdCommand {
+    static let version = "0.1.0"
+
+    static let spec = CommandSpec(
+        name: "netdevd",
         abstract: "Watch network links and devices; log every change, tell systemd, run hooks.",
         discussion: """
             Runs in the foreground. Under systemd it is a Type=notify service; at a terminal it logs readable \
             lines. Configuration: /etc/netdevd/netdevd.conf and netdevd.conf.d/*.conf (see netdevd.conf(5)).
             Signals: SIGHUP reloads the configuration, SIGTERM and SIGINT stop.
             """,
-        version: "0.1.0"
+        options: [
+            .option(
+                "config", value: "file", help: "The configuration file; drop-ins are read from <file>.d/.",
+                default: "/etc/netdevd/netdevd.conf"),
+            .option("socket", value: "path", help: "The control socket's path.", default: "/run/netdevd/io.netdevd"),
+            .option(
+                "udev-source", value: "source",
+                help: "The uevent source: auto (udev while udevd runs, kernel while it does not), udev or kernel.",
+                choices: ["auto", "udev", "kernel"], default: "auto"),
+            .option(
+                "log-target", value: "target", help: "Where to log.", choices: ["auto", "journal", "console"],
+                default: "auto"),
+            .option(
+                "log-level", value: "level", help: "The lowest level logged.",
+                choices: ["debug", "info", "notice", "warning", "error"], default: "info"),
+            .option(
+                "record", value: "file", help: "Append every processed event to this file as JSON lines, for replay."),
+            .option(
+                "replay", value: "file",
+                help:
+                    "Run a --record file through the session offline and print the journal entries and hook runs it makes."
+            ),
+            .flag("json", help: "With --replay: print JSON lines, one object per entry or run, then the final state."),
+            .option(
+                "hooks-dir", value: "directory", help: "A hook directory, highest priority first (repeatable).",
+                repeating: true, default: "/etc/netdevd/hooks.d and /usr/lib/netdevd/hooks.d"),
+            .option("receive-buffer", value: "bytes", help: "The monitors' receive buffer in bytes.", hidden: true),
+            .option(
+                "hook-kill-grace", value: "milliseconds", help: "Milliseconds between a hook's SIGTERM and SIGKILL.",
+                hidden: true),
+            .option(
+                "monitor-buffer", value: "bytes", help: "Bytes of replies a control client may leave unread.",
+                hidden: true),
+            .flag("print-catalog", help: "Print the journal catalog of netdevd's MESSAGE_IDs and exit.", hidden: true),
+        ]
     )
 
-    @Option(help: "The configuration file; drop-ins are read from <file>.d/.")
     var config = "/etc/netdevd/netdevd.conf"
-
-    @Option(help: "The control socket's path.")
     var socket = "/run/netdevd/io.netdevd"
-
-    @Option(help: "The uevent source: auto (udev while udevd runs, kernel while it does not), udev or kernel.")
-    var udevSource: UdevSourceOption = .auto
-
-    @Option(help: "Where to log: auto, journal or console.")
-    var logTarget: LogTarget = .auto
-
-    @Option(help: "The lowest level logged: debug, info, notice, warning or error.")
-    var logLevel: LogLevel = .info
-
-    @Option(help: "Append every processed event to this file as JSON lines, for replay.")
+    var udevSource = UdevSource.auto
+    var logTarget: JournalTarget?
+    var logLevel = 6
     var record: String?
-
-    @Option(
-        help: ArgumentHelp(
-            "Run a --record file through the session offline and print the journal entries and hook runs it makes.",
-            valueName: "file"))
     var replay: String?
-
-    @Flag(help: "With --replay: print JSON lines, one object per entry or run, then the final state.")
     var json = false
-
-    @Option(name: .customLong("hooks-dir"), help: "A hook directory, highest priority first (repeatable).")
-    var hooksDirectories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
-
-    @Option(help: ArgumentHelp("The monitors' receive buffer in bytes.", visibility: .hidden))
+    var hooksDirectories = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"]
     var receiveBuffer = 128 * 1024 * 1024
-
-    @Option(help: ArgumentHelp("Milliseconds between a hook's SIGTERM and SIGKILL.", visibility: .hidden))
     var hookKillGrace = 5_000
-
-    @Option(help: ArgumentHelp("Bytes of replies a control client may leave unread.", visibility: .hidden))
     var monitorBuffer = 4 << 20
-
-    @Flag(help: ArgumentHelp("Print the journal catalog of netdevd's MESSAGE_IDs and exit.", visibility: .hidden))
     var printCatalog = false
 
-    func run() throws {
+    /// Parses the command line and runs; exits 0 (stopped, help, version), 1 (could not start) or 64 (usage).
+    static func main() -> Never {
+        let command: NetdevdCommand
+        do throws(UsageError) {
+            let parsed = try spec.parse(Array(CommandLine.arguments.dropFirst()))
+            switch parsed.request {
+            case .help:
+                print(spec.help(), terminator: "")
+                exit(0)
+            case .version:
+                print(version)
+                exit(0)
+            case nil:
+                command = try NetdevdCommand(parsed)
+            }
+        } catch {
+            writeToStandardError("\(error)\n")
+            exit(64)
+        }
+        exit(command.run())
+    }
+
+    init(_ parsed: ParsedCommand) throws(UsageError) {
+        func number(_ name: String, _ fallback: Int) throws(UsageError) -> Int {
+            guard let text = parsed.value(name) else { return fallback }
+            guard let value = Int(text), value >= 0 else {
+                throw UsageError(
+                    Self.spec, "The value '\(text)' is invalid for '--\(name)': it is a number of 0 or more")
+            }
+            return value
+        }
+        config = parsed.value("config") ?? config
+        socket = parsed.value("socket") ?? socket
+        udevSource = parsed.value("udev-source").flatMap(UdevSource.init(rawValue:)) ?? .auto
+        switch parsed.value("log-target") {
+        case "journal": logTarget = .journal
+        case "console": logTarget = isatty(STDERR_FILENO) == 1 ? .readableStandardError : .prefixedStandardError
+        default: logTarget = nil
+        }
+        let levels = ["error": 3, "warning": 4, "notice": 5, "info": 6, "debug": 7]
+        logLevel = parsed.value("log-level").flatMap { levels[$0] } ?? 6
+        record = parsed.value("record")
+        replay = parsed.value("replay")
+        json = parsed.flag("json")
+        if !parsed.values("hooks-dir").isEmpty { hooksDirectories = parsed.values("hooks-dir") }
+        receiveBuffer = try number("receive-buffer", receiveBuffer)
+        hookKillGrace = try number("hook-kill-grace", hookKillGrace)
+        monitorBuffer = try number("monitor-buffer", monitorBuffer)
+        printCatalog = parsed.flag("print-catalog")
+    }
+
+    func run() -> Int32 {
         if printCatalog {
             print(MessageKind.journalCatalog, terminator: "")
-            return
+            return 0
         }
         if let replay {
-            try replayRecording(replay)
-            return
+            return replayRecording(replay)
         }
         var options = DaemonOptions()
         options.configurationFile = config
         options.socketPath = socket
-        options.udevSource = UdevSource(rawValue: udevSource.rawValue) ?? .auto
-        options.logTarget = logTarget.target
-        options.maximumPriority = logLevel.priority
+        options.udevSource = udevSource
+        options.logTarget = logTarget
+        options.maximumPriority = logLevel
         options.recordFile = record
         options.hookDirectories = hooksDirectories
         options.receiveBufferBytes = receiveBuffer
         options.hookKillGraceMilliseconds = hookKillGrace
         options.monitorBufferBytes = monitorBuffer
-        let status = Daemon(options: options).run()
-        throw ExitCode(status)
+        return Daemon(options: options).run()
     }
 }
 
 extension NetdevdCommand {
     /// `--replay FILE`: nothing is started, watched or run; the output goes to standard output.
-    func replayRecording(_ path: String) throws {
+    func replayRecording(_ path: String) -> Int32 {
         let recording: Recording
         do {
             recording = try Recording(contentsOf: path)
         } catch {
             writeToStandardError("netdevd: cannot replay \(error)\n")
-            throw ExitCode(1)
+            return 1
         }
         if recording.earlierRuns > 0 {
             writeToStandardError(
@@ -106,40 +163,8 @@ extension NetdevdCommand {
         if recording.configuration == nil {
             writeToStandardError("netdevd: \(path) does not say its configuration; replaying with the defaults\n")
         }
-        let replay = OfflineReplay(recording, maximumPriority: logLevel.priority)
+        let replay = OfflineReplay(recording, maximumPriority: logLevel)
         print(json ? replay.jsonLines : replay.text, terminator: "")
-    }
-}
-
-/// `--udev-source`.
-enum UdevSourceOption: String, ExpressibleByArgument, CaseIterable {
-    case auto, udev, kernel
-}
-
-/// `--log-target`.
-enum LogTarget: String, ExpressibleByArgument, CaseIterable {
-    case auto, journal, console
-
-    var target: JournalTarget? {
-        switch self {
-        case .auto: nil
-        case .journal: .journal
-        case .console: isatty(STDERR_FILENO) == 1 ? .readableStandardError : .prefixedStandardError
-        }
-    }
-}
-
-/// `--log-level`.
-enum LogLevel: String, ExpressibleByArgument, CaseIterable {
-    case debug, info, notice, warning, error
-
-    var priority: Int {
-        switch self {
-        case .debug: 7
-        case .info: 6
-        case .notice: 5
-        case .warning: 4
-        case .error: 3
-        }
+        return 0
     }
 }

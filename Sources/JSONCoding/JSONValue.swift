@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// A JSON value, Sendable and Equatable, for Varlink parameters of any shape.
 public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
     /// `null`.
@@ -15,8 +13,12 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
     /// An object.
     case object([String: JSONValue])
 
-    /// Decodes any JSON value.
+    /// Decodes any JSON value (from ``JSONTextDecoder`` directly; from other decoders by trying each kind).
     public init(from decoder: any Decoder) throws {
+        if let decoder = decoder as? NodeDecoder {
+            self.init(decoder.node)
+            return
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -33,8 +35,12 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
         }
     }
 
-    /// Encodes the value.
+    /// Encodes the value (an integral number under 10^15 as an integer).
     public func encode(to encoder: any Encoder) throws {
+        if let encoder = encoder as? NodeEncoder {
+            encoder.storage = .done(node)
+            return
+        }
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -53,9 +59,9 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
 
     /// The value as compact JSON text.
     public var description: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "null"
+        var writer = JSONWriter(pretty: false)
+        writer.write(node)
+        return String(decoding: writer.output, as: UTF8.self)
     }
 
     /// The member `key` of an object, or `nil`.
@@ -88,13 +94,42 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
         return nil
     }
 
-    /// Converts an `Encodable` value (through JSON).
+    /// Converts an `Encodable` value (as JSON would say it, without the text in between).
     public init<Value: Encodable>(encoding value: Value) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(value))
+        self.init(try NodeEncoder.node(of: value, at: []))
     }
 
-    /// Converts to a `Decodable` type (through JSON).
+    /// Converts to a `Decodable` type (as from JSON, without the text in between).
     public func decode<Value: Decodable>(as type: Value.Type) throws -> Value {
-        try JSONDecoder().decode(type, from: JSONEncoder().encode(self))
+        try NodeDecoder.decode(type, from: node, at: [])
+    }
+
+    init(_ node: JSONNode) {
+        switch node {
+        case .null: self = .null
+        case .bool(let value): self = .bool(value)
+        // The parser let only JSON numbers through, which Double reads (a huge one as infinity).
+        case .number(let text): self = .number(Double(text) ?? .nan)
+        case .string(let value): self = .string(value)
+        case .array(let elements): self = .array(elements.map(JSONValue.init))
+        case .object(let members): self = .object(members.mapValues(JSONValue.init))
+        }
+    }
+
+    /// As the coders hold it; a non-finite number (which JSON cannot say) is `null`.
+    var node: JSONNode {
+        switch self {
+        case .null: .null
+        case .bool(let value): .bool(value)
+        case .number(let value):
+            if value.rounded() == value, abs(value) < 1e15 {
+                .number(String(Int64(value)))
+            } else {
+                JSONWriter.number(value).map(JSONNode.number) ?? .null
+            }
+        case .string(let value): .string(value)
+        case .array(let elements): .array(elements.map(\.node))
+        case .object(let members): .object(members.mapValues(\.node))
+        }
     }
 }

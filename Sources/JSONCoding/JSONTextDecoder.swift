@@ -1,0 +1,285 @@
+/// Decodes `Decodable` values from JSON text, without Foundation.
+///
+/// The text must be one RFC 8259 value in UTF-8 (nesting at most 512 deep); otherwise the error is
+/// `DecodingError.dataCorrupted` whose description says what was found where, with a ``JSONSyntaxError`` as the
+/// underlying error. Members the type does not know are ignored; a member missing is `keyNotFound`, `null` where a
+/// value is needed `valueNotFound`, a value of the wrong kind `typeMismatch`, and a number that does not fit the
+/// integer type `dataCorrupted`, each with the coding path. An integer decodes exactly, to its type's full range.
+public struct JSONTextDecoder: Sendable {
+    /// A decoder.
+    public init() {}
+
+    /// The `Value` in `bytes`.
+    public func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws -> Value {
+        try NodeDecoder.decode(type, from: try Self.node(bytes), at: [])
+    }
+
+    /// The `Value` in `text`.
+    public func decode<Value: Decodable>(_ type: Value.Type, from text: String) throws -> Value {
+        try decode(type, from: Array(text.utf8))
+    }
+
+    static func node(_ bytes: [UInt8]) throws -> JSONNode {
+        do {
+            return try bytes.withUnsafeBufferPointer { buffer throws(JSONSyntaxError) in try JSONParser.parse(buffer) }
+        } catch {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "\(error)", underlyingError: error))
+        }
+    }
+}
+
+/// The `Decoder` over one `JSONNode`.
+struct NodeDecoder: Decoder {
+    let node: JSONNode
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    static func decode<Value: Decodable>(
+        _ type: Value.Type, from node: JSONNode, at path: [any CodingKey]
+    ) throws -> Value {
+        switch type {
+        case is String.Type: return try string(node, at: path) as! Value
+        case is Bool.Type: return try bool(node, at: path) as! Value
+        case is Int.Type: return try integer(node, as: Int.self, at: path) as! Value
+        case is Double.Type: return try double(node, at: path) as! Value
+        case is JSONValue.Type: return JSONValue(node) as! Value
+        default: return try Value(from: NodeDecoder(node: node, codingPath: path))
+        }
+    }
+
+    static func mismatch(_ type: Any.Type, _ node: JSONNode, at path: [any CodingKey]) -> DecodingError {
+        if case .null = node {
+            return .valueNotFound(type, .init(codingPath: path, debugDescription: "expected \(type) but found null"))
+        }
+        return .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type) but found \(node.kind)"))
+    }
+
+    static func string(_ node: JSONNode, at path: [any CodingKey]) throws -> String {
+        guard case .string(let value) = node else { throw mismatch(String.self, node, at: path) }
+        return value
+    }
+
+    static func bool(_ node: JSONNode, at path: [any CodingKey]) throws -> Bool {
+        guard case .bool(let value) = node else { throw mismatch(Bool.self, node, at: path) }
+        return value
+    }
+
+    static func integer<Value: FixedWidthInteger>(
+        _ node: JSONNode, as type: Value.Type, at path: [any CodingKey]
+    ) throws -> Value {
+        guard case .number(let text) = node else { throw mismatch(type, node, at: path) }
+        if let value = Value(text) { return value }
+        // 1.0 or 1e3: an integer written as a float.
+        if let value = Double(text), value.rounded() == value, let exact = Value(exactly: value) { return exact }
+        throw DecodingError.dataCorrupted(
+            .init(codingPath: path, debugDescription: "the number \(text) does not fit in \(type)"))
+    }
+
+    static func double(_ node: JSONNode, at path: [any CodingKey]) throws -> Double {
+        guard case .number(let text) = node else { throw mismatch(Double.self, node, at: path) }
+        guard let value = Double(text), value.isFinite else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: path, debugDescription: "the number \(text) does not fit in Double"))
+        }
+        return value
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard case .object(let members) = node else { throw Self.mismatch([String: Any].self, node, at: codingPath) }
+        return KeyedDecodingContainer(NodeKeyedDecoding<Key>(members: members, codingPath: codingPath))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard case .array(let elements) = node else { throw Self.mismatch([Any].self, node, at: codingPath) }
+        return NodeUnkeyedDecoding(elements: elements, codingPath: codingPath)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        NodeSingleValueDecoding(node: node, codingPath: codingPath)
+    }
+}
+
+struct NodeKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let members: [String: JSONNode]
+    let codingPath: [any CodingKey]
+
+    var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
+
+    func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
+
+    private func member(_ key: Key) throws -> JSONNode {
+        guard let node = members[key.stringValue] else {
+            throw DecodingError.keyNotFound(
+                key, .init(codingPath: codingPath, debugDescription: "no member '\(key.stringValue)'"))
+        }
+        return node
+    }
+
+    func decodeNil(forKey key: Key) throws -> Bool {
+        if case .null = try member(key) { return true }
+        return false
+    }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool {
+        try NodeDecoder.bool(try member(key), at: codingPath + [key])
+    }
+
+    func decode(_ type: String.Type, forKey key: Key) throws -> String {
+        try NodeDecoder.string(try member(key), at: codingPath + [key])
+    }
+
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double {
+        try NodeDecoder.double(try member(key), at: codingPath + [key])
+    }
+
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int {
+        try NodeDecoder.integer(try member(key), as: type, at: codingPath + [key])
+    }
+
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 {
+        try NodeDecoder.integer(try member(key), as: type, at: codingPath + [key])
+    }
+
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 {
+        try NodeDecoder.integer(try member(key), as: type, at: codingPath + [key])
+    }
+
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 {
+        try NodeDecoder.integer(try member(key), as: type, at: codingPath + [key])
+    }
+
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 {
+        try NodeDecoder.integer(try member(key), as: type, at: codingPath + [key])
+    }
+
+    func decode<Value: Decodable>(_ type: Value.Type, forKey key: Key) throws -> Value {
+        try NodeDecoder.decode(type, from: try member(key), at: codingPath + [key])
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type, forKey key: Key
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        try NodeDecoder(node: try member(key), codingPath: codingPath + [key]).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try NodeDecoder(node: try member(key), codingPath: codingPath + [key]).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        NodeDecoder(node: members["super"] ?? .null, codingPath: codingPath + [JSONIndexKey.superKey])
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder {
+        NodeDecoder(node: members[key.stringValue] ?? .null, codingPath: codingPath + [key])
+    }
+}
+
+struct NodeUnkeyedDecoding: UnkeyedDecodingContainer {
+    let elements: [JSONNode]
+    let codingPath: [any CodingKey]
+    var currentIndex = 0
+
+    init(elements: [JSONNode], codingPath: [any CodingKey]) {
+        self.elements = elements
+        self.codingPath = codingPath
+    }
+
+    var count: Int? { elements.count }
+    var isAtEnd: Bool { currentIndex >= elements.count }
+
+    private var path: [any CodingKey] { codingPath + [JSONIndexKey(index: currentIndex)] }
+
+    private func next(_ type: Any.Type) throws -> JSONNode {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(
+                type, .init(codingPath: path, debugDescription: "the array ends at \(elements.count) elements"))
+        }
+        return elements[currentIndex]
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard case .null = try next(Never.self) else { return false }
+        currentIndex += 1
+        return true
+    }
+
+    mutating func decode(_ type: String.Type) throws -> String {
+        let value = try NodeDecoder.string(try next(type), at: path)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool {
+        let value = try NodeDecoder.bool(try next(type), at: path)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decode(_ type: Int.Type) throws -> Int {
+        let value = try NodeDecoder.integer(try next(type), as: type, at: path)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decode(_ type: Double.Type) throws -> Double {
+        let value = try NodeDecoder.double(try next(type), at: path)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        let value = try NodeDecoder.decode(type, from: try next(type), at: path)
+        currentIndex += 1
+        return value
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws -> KeyedDecodingContainer<NestedKey> {
+        let container = try NodeDecoder(node: try next([String: Any].self), codingPath: path).container(keyedBy: type)
+        currentIndex += 1
+        return container
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        let container = try NodeDecoder(node: try next([Any].self), codingPath: path).unkeyedContainer()
+        currentIndex += 1
+        return container
+    }
+
+    mutating func superDecoder() throws -> any Decoder {
+        let decoder = NodeDecoder(node: try next(Any.self), codingPath: path)
+        currentIndex += 1
+        return decoder
+    }
+}
+
+struct NodeSingleValueDecoding: SingleValueDecodingContainer {
+    let node: JSONNode
+    let codingPath: [any CodingKey]
+
+    func decodeNil() -> Bool {
+        if case .null = node { return true }
+        return false
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try NodeDecoder.bool(node, at: codingPath) }
+    func decode(_ type: String.Type) throws -> String { try NodeDecoder.string(node, at: codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try NodeDecoder.double(node, at: codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { Float(try NodeDecoder.double(node, at: codingPath)) }
+    func decode(_ type: Int.Type) throws -> Int { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: UInt.Type) throws -> UInt { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try NodeDecoder.integer(node, as: type, at: codingPath) }
+    func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        try NodeDecoder.decode(type, from: node, at: codingPath)
+    }
+}

@@ -1,0 +1,70 @@
+import CommandOptions
+import Testing
+
+@Suite("Command lines")
+struct CommandOptionsTests {
+    let spec = CommandSpec(
+        name: "tool run", abstract: "Runs.",
+        options: [
+            .option("level", value: "level", help: "How loud.", choices: ["low", "high"], default: "low"),
+            .option("tag", help: "A tag (repeatable).", repeating: true),
+            .option("path", help: "A path."),
+            .flag("dry", help: "Only say."),
+            .option("secret", help: "Hidden.", hidden: true),
+        ],
+        arguments: [ArgumentSpec("name", help: "A name."), ArgumentSpec("rest", help: "More.", repeating: true)])
+
+    @Test("options as --name VALUE or --name=VALUE, anywhere among the arguments; -- ends them")
+    func parses() throws {
+        let parsed = try spec.parse(["--level=high", "one", "--tag", "a", "two", "--dry", "--tag=b=c", "--", "--x"])
+        #expect(parsed.request == nil)
+        #expect(parsed.value("level") == "high" && parsed.values("tag") == ["a", "b=c"] && parsed.flag("dry"))
+        #expect(parsed.argument("name") == "one" && parsed.arguments("rest") == ["two", "--x"])
+        #expect(parsed.value("path") == nil && !parsed.flag("missing"))
+        #expect(try spec.parse(["--path", "a", "--path", "b", "n"]).value("path") == "b")
+        #expect(try spec.parse(["n", "--secret", "s"]).value("secret") == "s")
+    }
+
+    @Test("mistakes are usage errors that say what is wrong and show the usage")
+    func mistakes() {
+        func message(_ arguments: [String]) -> String? {
+            do {
+                _ = try spec.parse(arguments)
+                return nil
+            } catch {
+                return error.message
+            }
+        }
+        #expect(message(["n", "--bogus"]) == "Unknown option '--bogus'")
+        #expect(message(["n", "-x"]) == "Unknown option '-x'")
+        #expect(
+            message(["n", "--level", "loud"]) == "The value 'loud' is invalid for '--level': it is one of low, high")
+        #expect(message(["n", "--path"]) == "Missing value for '--path'")
+        #expect(message(["n", "--dry=yes"]) == "The flag '--dry' takes no value")
+        #expect(message([]) == "Missing expected argument '<name>'")
+        let noRest = CommandSpec(name: "t", abstract: "", arguments: [ArgumentSpec("a", help: "", optional: true)])
+        #expect(throws: UsageError.self) { try noRest.parse(["x", "y"]) }
+        let error = UsageError(spec, "Unknown option '--bogus'")
+        #expect(
+            error.description
+                == "Error: Unknown option '--bogus'\nUsage: tool run <name> [<rest> ...] [--level <level>] "
+                + "[--tag <tag> ...] [--path <path>] [--dry]\n  See 'tool run --help' for more information.")
+    }
+
+    @Test("--help and --version win over everything else on the line")
+    func requests() throws {
+        #expect(try spec.parse(["--bogus=1", "--help"]).request == .help)
+        #expect(try spec.parse(["--", "--help"]).request == nil)
+        #expect(try spec.parse(["--level", "loud", "-h"]).request == .help)
+        #expect(try spec.parse(["--version"]).request == .version)
+    }
+
+    @Test("help lists arguments and options with choices and defaults, leaves hidden options out")
+    func help() {
+        let text = spec.help()
+        #expect(text.hasPrefix("OVERVIEW: Runs.\n\nUSAGE: tool run <name>"))
+        #expect(text.contains("  --level <level>       How loud. (values: low, high; default: low)\n"))
+        #expect(text.contains("  <rest>                More.\n"))
+        #expect(!text.contains("secret"))
+    }
+}
