@@ -103,7 +103,7 @@ struct NetdevctlKernelTests {
         #expect(none.output == "[]\n")
         let pretty = try netdevctl(["--json=pretty", "link", "ctl1"] + socket)
         #expect(
-            pretty.output.contains(#""addresses" : [],"#) && pretty.output.contains(#""gateways" : []"#),
+            pretty.output.contains("  \"addresses\": [],\n") && pretty.output.contains("  \"gateways\": []"),
             "\(pretty.output)")
         // udev's properties, as `udevadm info` has them, after the main facts.
         let device = try netdevctl(["device", "ctl1"] + socket).output
