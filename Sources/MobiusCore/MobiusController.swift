@@ -306,14 +306,42 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 
     /// Runs `work` on the loop queue and waits for it: inline when already there (an effect handler stopping the
-    /// controller), otherwise synchronously. Waiting from the queue the loop queue targets would deadlock, so that
-    /// is a precondition failure, as in the reference.
+    /// controller), or on the main thread when the loop queue targets the main queue (the main queue is serial and
+    /// runs only there, so nothing of the loop can run meanwhile; a daemon that serves the main queue from its own
+    /// event loop starts and stops its controller there); otherwise synchronously. Waiting from another queue the
+    /// loop queue targets would deadlock, so that is a precondition failure, as in the reference.
     @usableFromInline
     func onLoopQueue<T>(_ work: () -> T) -> T {
         if DispatchQueue.getSpecific(key: onLoopQueueKey) == true {
             return work()
         }
+        if MainQueueMark.isMain(targetQueue), MainQueueMark.onMainQueue {
+            return work()
+        }
         dispatchPrecondition(condition: .notOnQueue(targetQueue))
         return loopQueue.sync(execute: work)
+    }
+}
+
+/// Tells the main queue from other queues, and whether the caller runs on it: a queue-specific value set on the
+/// main queue once.
+@usableFromInline
+enum MainQueueMark {
+    @usableFromInline static let key: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
+
+    /// `queue` is the main queue (not one that targets it).
+    @usableFromInline
+    static func isMain(_ queue: DispatchQueue) -> Bool {
+        queue.getSpecific(key: key) == true
+    }
+
+    /// The caller runs on the main queue, or on a queue that targets it.
+    @usableFromInline
+    static var onMainQueue: Bool {
+        DispatchQueue.getSpecific(key: key) == true
     }
 }

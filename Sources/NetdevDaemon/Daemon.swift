@@ -48,7 +48,11 @@ public final class Daemon: Sendable {
     let options: DaemonOptions
     private let journal: Journal
     private let notifier = ServiceNotifier()
-    private let loopQueue = DispatchQueue(label: "netdevd.loop")
+    /// The loop's queue: the main queue, whose thread serves the ``Poller`` and runs the loop, so a kernel
+    /// message reaches the session's update with no thread woken; a queue of its own when the poller's thread
+    /// runs already (never in netdevd itself, which makes its daemon first).
+    private let loopQueue: DispatchQueue
+    private let loopOnMainThread: Bool
     // Serial queues only: they run on libdispatch's overcommit threads. A concurrent or global queue starts its
     // workqueue monitor, a timer that wakes netdevd every second for as long as it runs.
     private let ioQueue = DispatchQueue(label: "netdevd.io")
@@ -65,6 +69,10 @@ public final class Daemon: Sendable {
     /// A daemon with `options`; nothing starts until ``run()``.
     public init(options: DaemonOptions) {
         self.options = options
+        // Before the poller's epoll descriptor: it must not take the number of a closed standard descriptor.
+        ProcessSetup.prepare()
+        loopOnMainThread = Poller.shared?.claimMainThread() ?? false
+        loopQueue = loopOnMainThread ? DispatchQueue.main : DispatchQueue(label: "netdevd.loop")
         self.journal = Journal(identifier: "netdevd", target: options.logTarget)
     }
 
@@ -165,7 +173,7 @@ public final class Daemon: Sendable {
         // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            target: loopQueue, log: { entry in journalQueue.append(entry) })
+            target: loopQueue, targetsMainQueue: loopOnMainThread, log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: signalQueue)
         let effects = EffectHandlers(
             daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)
@@ -206,13 +214,24 @@ public final class Daemon: Sendable {
             ? blockLoopOnSIGUSR1() : nil
         defer { blocker?.cancel() }
         #endif
-        finished.wait()
+        if loopOnMainThread {
+            let served = Poller.shared?.runOnMainThread(mainQueue: loopQueue) { exitStatus.withLock { $0 != nil } }
+            if served != true {
+                log(3, "netdevd cannot run its event loop: the kernel refused to watch the main queue's descriptor")
+                return 1
+            }
+            // What the loop queued before it stopped, as a queue of its own would have run it.
+            Poller.drainMainQueue()
+        } else {
+            finished.wait()
+        }
         // The last journal entries ("netdevd stopped") and STOPPING=1 were queued on queues of their own before the
         // exit effect: let them out now, while the effect handlers are still connected (stopping the controller
         // disconnects them, and work still queued is then dropped).
         effects.drain()
         server?.stop()
         controller.stop()
+        if loopOnMainThread { Poller.drainMainQueue() }
         timers.cancelAll()
         // Hooks the stop timeout cut short got SIGKILL already; leftovers of hooks within their grace get it now.
         hooks.killAll()
@@ -290,6 +309,8 @@ public final class Daemon: Sendable {
         }
         if first {
             finished.signal()
+            // Wakes the main thread, which then sees the status (see run()).
+            if loopOnMainThread { loopQueue.async {} }
         }
     }
 

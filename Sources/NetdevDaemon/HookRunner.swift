@@ -1,3 +1,4 @@
+internal import CLinux
 public import Dispatch
 import Locking
 public import NetdevSession
@@ -43,15 +44,19 @@ public final class HookRunner: Sendable {
     fileprivate let queue: DispatchQueue
     /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
     fileprivate let watcher: HookWatcher?
+    /// `target` is the main queue (``killAll()`` then runs on the main thread without waiting).
+    private let queueTargetsMainThread: Bool
 
     /// A runner over `directories` that hands each hook's output to `log` as a journal entry.
     public init(
         directories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"],
         killGrace: DispatchTimeInterval = .seconds(5),
         target: DispatchQueue? = nil,
+        targetsMainQueue: Bool = false,
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
         self.queue = DispatchQueue(label: "netdevd.hooks", target: target)
+        self.queueTargetsMainThread = targetsMainQueue
         self.discovery = HookDiscovery(directories: directories) { directory, problem in
             log(
                 JournalEntry(
@@ -102,9 +107,19 @@ public final class HookRunner: Sendable {
     }
 
     /// SIGKILL to every hook process group still running, or left behind by a hook within its grace: netdevd is
-    /// exiting, and nothing of a hook outlives it. Waits for the runner's queue.
+    /// exiting, and nothing of a hook outlives it. Waits for the runner's queue; called on the main thread while
+    /// the runner's queue targets the main queue (netdevd's stop), it runs at once: no work of that queue can run
+    /// meanwhile, and waiting for the main queue from the main thread would never end.
     public func killAll() {
-        queue.sync { watcher?.killAll() }
+        if queueTargetsMainThread && isMainThread() {
+            watcher?.killAll()
+        } else {
+            queue.sync { watcher?.killAll() }
+        }
+    }
+
+    private func isMainThread() -> Bool {
+        getpid() == gettid()
     }
 
     /// Says that a hook left processes running in its process group when it exited, and that they are stopped.

@@ -19,30 +19,53 @@ import Glibc
 /// Contract: a registered descriptor is reported with `EPOLLONESHOT`, so its handler never runs twice at once and
 /// runs again only after it returned and the descriptor is readable; after ``unregister(_:)`` returns the handler
 /// is not called again (a readiness already on its way to the queue is dropped there). The thread is started on
-/// first use and lives as long as the process; an idle poller never wakes.
+/// the first registration and lives as long as the process; an idle poller never wakes.
+///
+/// netdevd's main thread serves the poller itself instead (``claimMainThread()``, then ``runOnMainThread(until:)``):
+/// it is then the thread of the loop's queue, the main queue, and runs that queue's work between readinesses (as
+/// CoreFoundation's run loop does on Linux). A readiness for the main queue runs its handler at once on that
+/// thread, and the events it reads are processed there too: a burst's kernel messages reach the loop without
+/// waking any other thread.
 final class Poller: Sendable {
     /// The process's poller, started on first use; `nil` when the kernel refuses an epoll descriptor or a thread.
     static let shared: Poller? = Poller()
 
     /// A registration's handler and the queue it runs on, by token (the token, not the descriptor, is what
     /// epoll reports, so a descriptor number reused after ``unregister(_:)`` cannot reach an old handler).
-    private struct Registration {
+    fileprivate struct Registration {
         let fileDescriptor: Int32
         let queue: DispatchQueue
         let handler: @Sendable () -> Void
     }
 
-    private struct State {
+    fileprivate struct State {
         var registrations: [UInt64: Registration] = [:]
         var nextToken: UInt64 = 1
     }
 
+    /// Who waits for readiness: nobody yet, a thread of the poller's own, or the main thread.
+    private enum Driver {
+        case none, ownThread, mainThread
+    }
+
     private let epoll: Int32
     private let state = Locked(State())
+    private let driver = Locked(Driver.none)
 
     private init?() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epoll >= 0 else { return nil }
+    }
+
+    /// Starts the poller's own thread unless it runs, or the main thread serves the poller; `false` when the
+    /// thread cannot be started.
+    private func startThreadIfNeeded() -> Bool {
+        let start = driver.withLock { driver -> Bool in
+            guard driver == .none else { return false }
+            driver = .ownThread
+            return true
+        }
+        guard start else { return true }
         let context = Unmanaged.passRetained(PollerThread(epoll: epoll, state: state)).toOpaque()
         var thread = pthread_t()
         guard
@@ -55,10 +78,74 @@ final class Poller: Sendable {
                 }, context) == 0
         else {
             Unmanaged<PollerThread>.fromOpaque(context).release()
-            close(epoll)
-            return nil
+            driver.withLock { $0 = .none }
+            return false
         }
         pthread_detach(thread)
+        return true
+    }
+
+    /// Makes the calling thread, the main thread, the one that will serve the poller and the main queue; `false`
+    /// when the poller's own thread already runs. Call it before anything registers, then
+    /// ``runOnMainThread(until:)``; until then, work for the main queue waits.
+    func claimMainThread() -> Bool {
+        driver.withLock { driver -> Bool in
+            guard driver == .none else { return false }
+            driver = .mainThread
+            return true
+        }
+    }
+
+    /// Serves the poller and the main queue on the main thread until `done()` is true (checked after each
+    /// wake-up: whoever makes it true wakes the thread with an empty block on the main queue). Handlers registered
+    /// for `mainQueue` (the instance given to ``register(_:queue:handler:)``) run at once on this thread; others are
+    /// handed to their queues. Returns `false` at once, serving nothing, when ``claimMainThread()`` was not called
+    /// or the main queue's descriptor cannot be watched.
+    func runOnMainThread(mainQueue: DispatchQueue, until done: () -> Bool) -> Bool {
+        guard driver.withLock({ $0 == .mainThread }) else { return false }
+        let mainQueueHandle = _dispatch_get_main_queue_handle_4CF()
+        let token = register(mainQueueHandle, queue: mainQueue) {
+            // Cleared first: work queued while the queue drains makes it readable again.
+            var count: UInt64 = 0
+            _ = read(mainQueueHandle, &count, 8)
+            _dispatch_main_queue_callback_4CF(nil)
+        }
+        guard let token else { return false }
+        defer { unregister(token) }
+        Self.drainMainQueue()
+        let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: 64)
+        defer { events.deallocate() }
+        while !done() {
+            let count = epoll_wait(epoll, events, 64, -1)
+            guard count > 0 else { continue }
+            for index in 0..<Int(count) {
+                let token = events[index].data.u64
+                guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
+                if registration.queue === mainQueue {
+                    registration.handler()
+                    Self.rearm(token, epoll: epoll, state: state)
+                } else {
+                    Self.handOver(registration, token: token, epoll: epoll, state: state)
+                }
+            }
+        }
+        return true
+    }
+
+    /// Runs the work queued on the main queue now, on the main thread: for the stop, after ``runOnMainThread(until:)``
+    /// returned.
+    static func drainMainQueue() {
+        _dispatch_main_queue_callback_4CF(nil)
+    }
+
+    /// Runs a readiness's handler on its registration's queue, then arms the descriptor again.
+    fileprivate static func handOver(_ registration: Registration, token: UInt64, epoll: Int32, state: Locked<State>) {
+        registration.queue.async {
+            // Unregistered since: the descriptor may be closed or reused.
+            guard state.withLock({ $0.registrations[token] != nil }) else { return }
+            registration.handler()
+            Poller.rearm(token, epoll: epoll, state: state)
+        }
     }
 
     /// Calls `handler` on `queue` whenever `fileDescriptor` is readable; returns the token for ``unregister(_:)``,
@@ -66,6 +153,7 @@ final class Poller: Sendable {
     func register(
         _ fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Void
     ) -> UInt64? {
+        guard startThreadIfNeeded() else { return nil }
         let token = state.withLock { state -> UInt64 in
             defer { state.nextToken += 1 }
             state.registrations[state.nextToken] = Registration(
@@ -130,12 +218,7 @@ final class Poller: Sendable {
                 for index in 0..<Int(count) {
                     let token = events[index].data.u64
                     guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
-                    registration.queue.async { [epoll, state] in
-                        // Unregistered since: the descriptor may be closed or reused.
-                        guard state.withLock({ $0.registrations[token] != nil }) else { return }
-                        registration.handler()
-                        Poller.rearm(token, epoll: epoll, state: state)
-                    }
+                    Poller.handOver(registration, token: token, epoll: epoll, state: state)
                 }
             }
         }

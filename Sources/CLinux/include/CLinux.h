@@ -9,7 +9,8 @@
 // - posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34), also _GNU_SOURCE only: a hook gets its standard
 //   descriptors and nothing netdevd inherited without close-on-exec;
 // - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
-//   creation.
+//   creation;
+// - gettid(2), _GNU_SOURCE only too: whether the caller is the main thread (its thread id is the process id).
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
@@ -19,5 +20,12 @@
 #include <sys/socket.h>
 
 extern int pipe2(int pipefd[2], int flags);
+extern pid_t gettid(void);
+
+// libdispatch's main queue, served by a thread's own event loop as CoreFoundation's run loop serves it on Linux:
+// the eventfd that becomes readable when the main queue has work, and the call that runs that work (on the main
+// thread). netdevd's main thread runs its poller and its event loop this way (see Poller.swift).
+extern int _dispatch_get_main_queue_handle_4CF(void);
+extern void _dispatch_main_queue_callback_4CF(void *message);
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
