@@ -9,6 +9,16 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// The release netdevd is linked with lld: relative relocations packed (DT_RELR, glibc 2.36: the dynamic loader
+// reads 27,000 of them at every start, 650 KiB of file pages as RELA) and the functions netdevd runs at start and on
+// a link change placed together (Packaging/netdevd.order, made by Benchmarks/OrderFile/generate.sh): the kernel maps
+// a binary's pages 64 KiB at a time around each one executed, and that code was spread over most of the text.
+let releaseLinkFlags = [
+    "-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Packaging/netdevd.order",
+    "-Xlinker", "--no-warn-symbol-ordering",
+]
+
 let package = Package(
     name: "netdevd",
     platforms: [.macOS(.v15)],
@@ -57,11 +67,10 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .target(
             name: "Systemd",
-            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(name: "Udev", dependencies: ["CUdev", "Locking"], swiftSettings: strict),
@@ -103,7 +112,8 @@ let package = Package(
             dependencies: [
                 "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev", "CommandOptions",
             ],
-            swiftSettings: strict
+            swiftSettings: strict,
+            linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(configuration: .release))]
         ),
         // The recorded burst replayed through a loop, for callgrind's instruction count (make benchmark-replay).
         .executableTarget(

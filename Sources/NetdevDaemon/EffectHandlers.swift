@@ -45,7 +45,7 @@ struct EffectHandlers: Sendable {
                 }
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
-            // The journal on its own queue too: sd_journal_sendv blocks while journald's socket is full.
+            // The journal on its own queue too: a send blocks while journald's socket is full.
             .routeEffects(withParameters: \.logEntry).to { entry in
                 if entry.priority <= maximumPriority { journal.append(entry) }
             }

@@ -3,7 +3,7 @@ import Locking
 import NetdevSession
 import Systemd
 
-/// The session's journal entries on their way to journald, off the loop queue (sd_journal_sendv blocks while
+/// The session's journal entries on their way to journald, off the loop queue (a send to journald blocks while
 /// journald's socket is full). The loop appends; an idle writer is woken at once and takes everything pending, so
 /// a burst costs a wake-up of the writer per batch it finds, not one per entry. (Not a short delay to gather more:
 /// every Dispatch timer wakes libdispatch's manager thread twice, which cost more than the writes it batched.)

@@ -1,4 +1,4 @@
-internal import CSystemd
+internal import CLinux
 
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +6,7 @@ import Glibc
 
 /// Where a ``Journal`` writes.
 public enum JournalTarget: Sendable, Equatable {
-    /// journald's native socket (`sd_journal_sendv`).
+    /// journald's native socket (`/run/systemd/journal/socket`, the protocol `sd_journal_sendv` speaks).
     case journal
     /// Standard error, each line prefixed with `<N>` (the priority, sd-daemon(3)), for a service whose stderr
     /// journald or another syslog-aware collector reads.
@@ -105,13 +105,7 @@ public struct Journal: Sendable {
     }
 
     private func sendToJournal(_ entry: JournalEntry) throws(JournalError) {
-        let encoded = entry.fields.map { field in Array(field.name.rawValue.utf8) + [UInt8(ascii: "=")] + field.value }
-        let result = withIOVectors(encoded) { vectors in
-            sd_journal_sendv(vectors.baseAddress, Int32(vectors.count))
-        }
-        if result < 0 {
-            throw JournalError(errno: -result)
-        }
+        try NativeJournal.send(NativeJournal.encode(entry))
     }
 
     private func writeToStandardError(_ text: String) throws(JournalError) {
@@ -127,24 +121,114 @@ public struct Journal: Sendable {
     }
 }
 
-/// Calls `body` with iovecs pointing at each of `buffers`, valid only during the call. The buffers are laid out
-/// in one allocation, so one pointer covers them all.
-private func withIOVectors<Result>(_ buffers: [[UInt8]], _ body: (UnsafeBufferPointer<iovec>) -> Result) -> Result {
-    var joined = buffers.flatMap { $0 }
-    return joined.withUnsafeMutableBytes { raw in
-        var vectors: [iovec] = []
-        vectors.reserveCapacity(buffers.count)
-        var offset = 0
-        for buffer in buffers {
-            vectors.append(iovec(iov_base: raw.baseAddress.map { $0 + offset }, iov_len: buffer.count))
-            offset += buffer.count
-        }
-        return vectors.withUnsafeBufferPointer(body)
-    }
-}
-
 extension String {
     fileprivate func replacingNewlines() -> String {
         map { $0.isNewline ? "␤" : String($0) }.joined()
+    }
+}
+
+/// journald's native protocol (systemd's "Native Journal Protocol"), spoken directly rather than through
+/// libsystemd, whose mapping and its compression and crypto libraries cost netdevd a megabyte of resident memory.
+///
+/// An entry is one datagram to `/run/systemd/journal/socket`: `NAME=value\n` per field, or, for a value with a
+/// newline (or any bytes), `NAME\n`, its length as 64-bit little endian, the value and `\n`. An entry too large for
+/// a datagram is written to a sealed memfd whose descriptor is sent instead. A journal that is not there
+/// (`ENOENT`) drops the entry silently, as `sd_journal_sendv` does; any other failure is the send's errno.
+enum NativeJournal {
+    static let socketPath = "/run/systemd/journal/socket"
+
+    /// One socket for the process, close-on-exec, with an 8 MiB send buffer (as libsystemd sets it): `-1` when
+    /// the kernel gave none (each send then says so).
+    private static let socketDescriptor: Int32 = {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return -1 }
+        var size: Int32 = 8 << 20
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        return fd
+    }()
+
+    /// The datagram for `entry`.
+    static func encode(_ entry: JournalEntry) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entry.fields.reduce(0) { $0 + $1.name.rawValue.utf8.count + $1.value.count + 10 })
+        for field in entry.fields {
+            bytes.append(contentsOf: field.name.rawValue.utf8)
+            if field.value.contains(UInt8(ascii: "\n")) {
+                bytes.append(UInt8(ascii: "\n"))
+                withUnsafeBytes(of: UInt64(field.value.count).littleEndian) { bytes.append(contentsOf: $0) }
+            } else {
+                bytes.append(UInt8(ascii: "="))
+            }
+            bytes.append(contentsOf: field.value)
+            bytes.append(UInt8(ascii: "\n"))
+        }
+        return bytes
+    }
+
+    static func send(_ datagram: [UInt8]) throws(JournalError) {
+        let fd = socketDescriptor
+        guard fd >= 0 else { throw JournalError(errno: EMFILE) }
+        var code = datagram.withUnsafeBytes { bytes in
+            sendTo(fd, base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), count: bytes.count, descriptor: nil)
+        }
+        if code == 0 || code == ENOENT { return }
+        guard code == EMSGSIZE || code == ENOBUFS || code == EAGAIN else { throw JournalError(errno: code) }
+        // Too large for a datagram: the bytes go in a sealed memfd, and the descriptor in an empty datagram.
+        let memory = memfd_create("journal-data", 0x0001 | 0x0002)  // MFD_CLOEXEC | MFD_ALLOW_SEALING
+        guard memory >= 0 else { throw JournalError(errno: errno) }
+        defer { close(memory) }
+        var written = 0
+        while written < datagram.count {
+            let count = datagram.withUnsafeBytes { write(memory, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw JournalError(errno: errno)
+            }
+            written += count
+        }
+        // F_ADD_SEALS: F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE (journald refuses an unsealed memfd).
+        guard fcntl(memory, 1033, Int32(0x0001 | 0x0002 | 0x0004 | 0x0008)) == 0 else {
+            throw JournalError(errno: errno)
+        }
+        code = sendTo(fd, base: nil, count: 0, descriptor: memory)
+        if code == 0 || code == ENOENT { return }
+        throw JournalError(errno: code)
+    }
+
+    /// One `sendmsg` to journald's socket (`descriptor` passed along with SCM_RIGHTS); 0 or the errno.
+    private static func sendTo(_ fd: Int32, base: UnsafeMutableRawPointer?, count: Int, descriptor: Int32?) -> Int32 {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in path.copyBytes(from: socketPath.utf8) }
+        let addressLength = socklen_t(MemoryLayout<sa_family_t>.size + socketPath.utf8.count)
+        var vector = iovec(iov_base: base, iov_len: count)
+        // A cmsghdr (16 bytes on 64-bit Linux) and one int, padded to 8 bytes: CMSG_SPACE(sizeof(int)).
+        let controlSize = MemoryLayout<cmsghdr>.size + 8
+        let control = UnsafeMutableRawPointer.allocate(byteCount: controlSize, alignment: 8)
+        defer { control.deallocate() }
+        control.initializeMemory(as: UInt8.self, repeating: 0, count: controlSize)
+        var message = msghdr()
+        if let descriptor {
+            let header = control.bindMemory(to: cmsghdr.self, capacity: 1)
+            header.pointee.cmsg_len = MemoryLayout<cmsghdr>.size + MemoryLayout<Int32>.size
+            header.pointee.cmsg_level = SOL_SOCKET
+            header.pointee.cmsg_type = Int32(SCM_RIGHTS)
+            (control + MemoryLayout<cmsghdr>.size).storeBytes(of: descriptor, as: Int32.self)
+            message.msg_control = control
+            message.msg_controllen = controlSize
+        }
+        while true {
+            let sent = withUnsafeMutablePointer(to: &address) { address in
+                withUnsafeMutablePointer(to: &vector) { vector in
+                    message.msg_name = UnsafeMutableRawPointer(address)
+                    message.msg_namelen = addressLength
+                    message.msg_iov = count > 0 ? vector : nil
+                    message.msg_iovlen = count > 0 ? 1 : 0
+                    return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                }
+            }
+            if sent >= 0 { return 0 }
+            if errno != EINTR { return errno }
+        }
     }
 }

@@ -1,4 +1,4 @@
-internal import CSystemd
+internal import CLinux
 
 #if canImport(Glibc)
 import Glibc
@@ -23,20 +23,29 @@ public enum ListenFDs {
     /// The descriptors passed to this process, with their names; empty when none were (or they were meant for
     /// another process). The environment variables are unset afterwards, so children do not inherit them.
     public static func take() -> [ListenFD] {
-        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
-        let count = sd_listen_fds_with_names(1, &names)
-        guard count > 0 else { return [] }
-        defer {
-            if let names {
-                for index in 0..<Int(count) {
-                    free(names[index])
-                }
-                free(names)
-            }
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        let pid = variable("LISTEN_PID")
+        let count = variable("LISTEN_FDS")
+        let names = variable("LISTEN_FDNAMES")
+        for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
+        guard let pid, Int32(pid) == getpid(), let count = count.flatMap({ Int32($0) }), count > 0,
+            count <= Int32.max - firstDescriptor
+        else { return [] }
+        // Without names each is "unknown"; with names, one per descriptor (otherwise none are trusted).
+        var labels = Array(repeating: "unknown", count: Int(count))
+        if let names {
+            let given = names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            guard given.count == Int(count) else { return [] }
+            labels = given
         }
-        return (0..<Int(count)).map { index in
-            let name = names?[index].map { String(cString: $0) } ?? "unknown"
-            return ListenFD(fileDescriptor: SD_LISTEN_FDS_START + Int32(index), name: name)
+        return labels.enumerated().map { index, name in
+            let descriptor = firstDescriptor + Int32(index)
+            // Not inherited by the hooks netdevd starts.
+            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
+            return ListenFD(fileDescriptor: descriptor, name: name)
         }
     }
+
+    /// `SD_LISTEN_FDS_START`: the first passed descriptor.
+    static let firstDescriptor: Int32 = 3
 }

@@ -1,4 +1,4 @@
-internal import CSystemd
+internal import CLinux
 
 #if canImport(Glibc)
 import Glibc
@@ -140,8 +140,9 @@ public struct ServiceNotifier: Sendable {
     /// The watchdog interval the service manager expects pings within (`WATCHDOG_USEC`, honouring
     /// `WATCHDOG_PID`), in microseconds; `nil` when the watchdog is off for this process.
     public static func watchdogInterval() -> UInt64? {
-        var usec: UInt64 = 0
-        guard sd_watchdog_enabled(0, &usec) > 0, usec > 0 else { return nil }
+        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if let pid = variable("WATCHDOG_PID"), Int32(pid) != getpid() { return nil }
+        guard let usec = variable("WATCHDOG_USEC").flatMap({ UInt64($0) }), usec > 0 else { return nil }
         return usec
     }
 

@@ -36,6 +36,23 @@ struct JournalKernelTests {
         #expect(fields["NETDEVD_REPEATED"] as? [String] == ["a", "b"])
     }
 
+    @Test("an entry larger than a datagram (9 MiB) arrives whole, through a sealed memfd")
+    func largeEntry() throws {
+        let marker = "large-\(UInt32.random(in: 0...UInt32.max))"
+        // Over the 8 MiB send buffer netdevd asks for: a datagram that large cannot be sent.
+        var entry = JournalEntry(message: String(repeating: "x", count: 9 << 20), priority: .info)
+        entry.append(.normalizing("NETDEVD_TEST_MARKER"), marker)
+        try Journal(identifier: "netdevd-test", target: .journal).send(entry)
+        var found: [[String: Any]] = []
+        _ = try waitUntil {
+            found = try jsonObjects(
+                run("journalctl", "--no-pager", "--all", "-o", "json", "NETDEVD_TEST_MARKER=\(marker)"))
+            return !found.isEmpty
+        }
+        let message = try #require(found.first?["MESSAGE"] as? String)
+        #expect(message.utf8.count == 9 << 20 && message.utf8.allSatisfy { $0 == UInt8(ascii: "x") })
+    }
+
     @Test("the log handler writes level, source location, label and metadata as fields")
     func logHandler() throws {
         let marker = "log-\(UInt32.random(in: 0...UInt32.max))"
