@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev udev iproute2
 
-.PHONY: all deps build run test test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay fuzz clean
+.PHONY: all deps build run test test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -86,6 +86,13 @@ RELEASE_FLAGS = -c release --static-swift-stdlib
 benchmark-daemon: deps
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
+
+# Packaging/netdevd.order: the functions netdevd runs at start and on a link change, which the release link
+# places together (Package.swift). Run it (as root) after changes that rename or add much of that code.
+order-file: deps
+	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
+	Benchmarks/OrderFile/generate.sh .build/release/netdevd
+	rm -f .build/release/netdevd   # linked with the old list: the next build links again
 
 # The recorded 500-pair burst (Benchmarks/ReplayLoop/Fixtures) replayed through a loop under callgrind: the
 # instructions per kernel message of MobiusCore and the session, repeatable on a noisy machine.
