@@ -82,14 +82,22 @@ benchmark: deps
 # The load harness (Benchmarks/Daemon/load.py): the release netdevd, linked as the package links it, in a throw-away
 # namespace with its own udevd and journald, through a 500-veth-pair create and delete burst; prints every figure
 # of README's table. As root. LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --json FILE).
-RELEASE_FLAGS = -c release --static-swift-stdlib
-benchmark-daemon: deps
+# As debian/rules links it: the Swift runtime, libstdc++ (through a linker script naming the static library,
+# found first on -L) and libgcc linked statically.
+STATIC_CXX = $(CURDIR)/.build/static-cxx
+RELEASE_FLAGS = -c release --static-swift-stdlib -Xswiftc -L -Xswiftc $(STATIC_CXX) \
+	-Xswiftc -Xclang-linker -Xswiftc -static-libgcc
+$(STATIC_CXX)/libstdc++.so:
+	mkdir -p $(STATIC_CXX)
+	echo "INPUT($$(clang -print-file-name=libstdc++.a))" > $@
+
+benchmark-daemon: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
 
 # Packaging/netdevd.order: the functions netdevd runs at start and on a link change, which the release link
 # places together (Package.swift). Run it (as root) after changes that rename or add much of that code.
-order-file: deps
+order-file: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Benchmarks/OrderFile/generate.sh .build/release/netdevd
 	rm -f .build/release/netdevd   # linked with the old list: the next build links again

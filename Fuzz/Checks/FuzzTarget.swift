@@ -243,9 +243,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             require(error.line >= 0 && !error.message.isEmpty, "an error without its place or reason")
             return
         }
-        // What was read writes out as netdevd records and reads back the same (a replay of a replay agrees).
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        // What was read writes out as netdevd records (with its encoder) and reads back the same (a replay of a
+        // replay agrees).
+        let encoder = JSONTextEncoder()
         var lines: [String] = []
         if let configuration = recording.configuration {
             guard let line = try? encoder.encode(["start": ["configuration": configuration]]) else {
@@ -272,8 +272,8 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // MARK: Helpers
 
     static func readBack(_ configuration: Configuration) -> Configuration? {
-        guard let data = try? JSONEncoder().encode(configuration) else { return nil }
-        return try? JSONDecoder().decode(Configuration.self, from: data)
+        guard let data = try? JSONTextEncoder().encode(configuration) else { return nil }
+        return try? JSONTextDecoder().decode(Configuration.self, from: data)
     }
 
     /// A session past its enumeration, with a loopback link, as the daemon's is when events arrive.
@@ -354,7 +354,10 @@ final class MethodsFixture: Sendable {
         var decoded: [VarlinkReply] = []
         for message in sent {
             require(message.last == 0 && message.dropLast().allSatisfy { $0 != 0 }, "a reply is not one message")
-            guard let reply = try? JSONDecoder().decode(VarlinkReply.self, from: Data(message.dropLast())) else {
+            // Foundation's decoder, a reader independent of netdevd's own, and netdevd's, which netdevctl uses.
+            guard let reply = try? JSONDecoder().decode(VarlinkReply.self, from: Data(message.dropLast())),
+                (try? JSONTextDecoder().decode(VarlinkReply.self, from: Array(message.dropLast()))) == reply
+            else {
                 fatalError("a reply is not a Varlink reply: \(String(decoding: message, as: UTF8.self))")
             }
             decoded.append(reply)

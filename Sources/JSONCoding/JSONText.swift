@@ -198,7 +198,13 @@ struct JSONParser {
             }
             guard digits() > 0 else { throw failure("unexpected \(describeCurrent()) in an exponent") }
         }
-        return String(decoding: bytes[start..<offset], as: UTF8.self)
+        let text = String(decoding: bytes[start..<offset], as: UTF8.self)
+        // Beyond Double's range (1e400): refused, as Foundation refuses it, rather than read as infinity.
+        guard Double(text)?.isFinite == true else {
+            offset = start
+            throw failure("a number beyond the range of a double")
+        }
+        return text
     }
 
     /// A string starting at the opening quote; leaves `offset` after the closing one.

@@ -108,8 +108,8 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
         switch node {
         case .null: self = .null
         case .bool(let value): self = .bool(value)
-        // The parser let only JSON numbers through, which Double reads (a huge one as infinity).
-        case .number(let text): self = .number(Double(text) ?? .nan)
+        // The parser let only finite JSON numbers through, which Double reads.
+        case .number(let text): self = .number(Double(text) ?? 0)
         case .string(let value): self = .string(value)
         case .array(let elements): self = .array(elements.map(JSONValue.init))
         case .object(let members): self = .object(members.mapValues(JSONValue.init))

@@ -220,7 +220,7 @@ public final class Daemon: Sendable {
                 log(3, "netdevd cannot run its event loop: the kernel refused to watch the main queue's descriptor")
                 return 1
             }
-            // What the loop queued before it stopped, as a queue of its own would have run it.
+            // What the loop queued before it stopped (and what that queues in turn), as its own queue would run it.
             Poller.drainMainQueue()
         } else {
             finished.wait()

@@ -132,10 +132,17 @@ final class Poller: Sendable {
         return true
     }
 
-    /// Runs the work queued on the main queue now, on the main thread: for the stop, after ``runOnMainThread(until:)``
-    /// returned.
+    /// Runs the work queued on the main queue so far, on the main thread, and what that work queued meanwhile
+    /// ahead of a marker: for the stop, after ``runOnMainThread(until:)`` returned. (One drain call runs only the
+    /// blocks queued when it starts.) Gives up after 1,000 passes, which no stop needs.
     static func drainMainQueue() {
-        _dispatch_main_queue_callback_4CF(nil)
+        let reached = Locked(false)
+        DispatchQueue.main.async { reached.withLock { $0 = true } }
+        var passes = 0
+        while !reached.withLock({ $0 }) && passes < 1_000 {
+            _dispatch_main_queue_callback_4CF(nil)
+            passes += 1
+        }
     }
 
     /// Runs a readiness's handler on its registration's queue, then arms the descriptor again.

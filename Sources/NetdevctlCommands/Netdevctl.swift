@@ -76,6 +76,16 @@ enum Netdevctl {
     /// Runs the command line `arguments` (without the program's name); the exit status.
     static func run(_ arguments: [String]) -> Int32 {
         var arguments = arguments
+        // `netdevctl --generate-completion-script SHELL`, for the package's build.
+        if arguments.first == "--generate-completion-script" {
+            guard arguments.count == 2, let script = Completions.script(for: arguments[1]) else {
+                let shells = Completions.shells.joined(separator: ", ")
+                writeToStandardError("\(UsageError(spec, "--generate-completion-script takes one of \(shells)"))\n")
+                return 2
+            }
+            print(script, terminator: "")
+            return 0
+        }
         // `netdevctl help [COMMAND]`.
         if arguments.first == "help" {
             guard arguments.count <= 2 else {

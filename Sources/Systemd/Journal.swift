@@ -137,13 +137,16 @@ extension String {
 enum NativeJournal {
     static let socketPath = "/run/systemd/journal/socket"
 
-    /// One socket for the process, close-on-exec, with an 8 MiB send buffer (as libsystemd sets it): `-1` when
-    /// the kernel gave none (each send then says so).
+    /// One socket for the process, close-on-exec, with an 8 MiB send buffer as libsystemd asks for it (forced
+    /// where allowed, else up to `net.core.wmem_max`): `-1` when the kernel gave none (each send then says so).
     private static let socketDescriptor: Int32 = {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return -1 }
         var size: Int32 = 8 << 20
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        let length = socklen_t(MemoryLayout<Int32>.size)
+        if setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, length) != 0 {
+            _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, length)
+        }
         return fd
     }()
 

@@ -31,18 +31,21 @@ public enum ListenFDs {
         guard let pid, Int32(pid) == getpid(), let count = count.flatMap({ Int32($0) }), count > 0,
             count <= Int32.max - firstDescriptor
         else { return [] }
+        // Each descriptor must be open (a count larger than what was passed is refused before anything is made
+        // for it), and is made close-on-exec: not inherited by the hooks netdevd starts.
+        for descriptor in firstDescriptor..<firstDescriptor + count {
+            guard fcntl(descriptor, F_SETFD, FD_CLOEXEC) == 0 else { return [] }
+        }
         // Without names each is "unknown"; with names, one per descriptor (otherwise none are trusted).
         var labels = Array(repeating: "unknown", count: Int(count))
         if let names {
-            let given = names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+            let given =
+                names.isEmpty ? [] : names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
             guard given.count == Int(count) else { return [] }
             labels = given
         }
         return labels.enumerated().map { index, name in
-            let descriptor = firstDescriptor + Int32(index)
-            // Not inherited by the hooks netdevd starts.
-            _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-            return ListenFD(fileDescriptor: descriptor, name: name)
+            ListenFD(fileDescriptor: firstDescriptor + Int32(index), name: name)
         }
     }
 

@@ -142,7 +142,10 @@ public struct ServiceNotifier: Sendable {
     public static func watchdogInterval() -> UInt64? {
         func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         if let pid = variable("WATCHDOG_PID"), Int32(pid) != getpid() { return nil }
-        guard let usec = variable("WATCHDOG_USEC").flatMap({ UInt64($0) }), usec > 0 else { return nil }
+        // UInt64.max is systemd's "infinity", which sd_watchdog_enabled refuses too.
+        guard let usec = variable("WATCHDOG_USEC").flatMap({ UInt64($0) }), usec > 0, usec < UInt64.max else {
+            return nil
+        }
         return usec
     }
 

@@ -136,6 +136,7 @@ struct JSONCodingTests {
         #expect(problem("01") == "a number with a leading zero at byte 1")
         #expect(problem("1.") == "unexpected end of input after a decimal point at byte 2")
         #expect(problem("nul") == "unexpected 'n', expected null at byte 0")
+        #expect(problem("[1e400]") == "a number beyond the range of a double at byte 1")
         #expect(problem("") == "unexpected end of input, expected a value at byte 0")
         #expect(problem("{} x") == "unexpected 'x' after the value at byte 3")
         #expect(problem(String(repeating: "[", count: 512) + String(repeating: "]", count: 512)) == nil)

@@ -121,5 +121,19 @@ struct ListenFDsTests {
             setenv("LISTEN_FDS", "1", 1)
             exit(ListenFDs.take().isEmpty ? 0 : 5)
         }
+        // More descriptors said than passed (nothing open from 100 on): none is trusted, and nothing is made for
+        // the two billion said.
+        await #expect(processExitsWith: .success) {
+            setenv("LISTEN_PID", String(getpid()), 1)
+            setenv("LISTEN_FDS", "2000000000", 1)
+            guard ListenFDs.take().isEmpty else { exit(6) }
+            // A name list that does not match the count: none either.
+            var pipes: [Int32] = [0, 0]
+            guard pipe(&pipes) == 0, dup2(pipes[0], 3) == 3 else { exit(2) }
+            setenv("LISTEN_PID", String(getpid()), 1)
+            setenv("LISTEN_FDS", "1", 1)
+            setenv("LISTEN_FDNAMES", "a:b", 1)
+            exit(ListenFDs.take().isEmpty ? 0 : 7)
+        }
     }
 }
