@@ -38,14 +38,19 @@ struct NodeDecoder: Decoder {
     static func decode<Value: Decodable>(
         _ type: Value.Type, from node: JSONNode, at path: [any CodingKey]
     ) throws -> Value {
-        switch type {
-        case is String.Type: return try string(node, at: path) as! Value
-        case is Bool.Type: return try bool(node, at: path) as! Value
-        case is Int.Type: return try integer(node, as: Int.self, at: path) as! Value
-        case is Double.Type: return try double(node, at: path) as! Value
-        case is JSONValue.Type: return JSONValue(node) as! Value
-        default: return try Value(from: NodeDecoder(node: node, codingPath: path))
-        }
+        // The common leaves directly; every other type through its init(from:).
+        let leaf: Any? =
+            switch type {
+            case is String.Type: try string(node, at: path)
+            case is Bool.Type: try bool(node, at: path)
+            case is Int.Type: try integer(node, as: Int.self, at: path)
+            case is Double.Type: try double(node, at: path)
+            case is JSONValue.Type: JSONValue(node)
+            default: nil
+            }
+        // Unwrapped first: a nil `Any?` would cast to an Optional `Value` as nil.
+        if let leaf, let value = leaf as? Value { return value }
+        return try Value(from: NodeDecoder(node: node, codingPath: path))
     }
 
     static func mismatch(_ type: Any.Type, _ node: JSONNode, at path: [any CodingKey]) -> DecodingError {
@@ -205,34 +210,23 @@ struct NodeUnkeyedDecoding: UnkeyedDecodingContainer {
         return true
     }
 
-    mutating func decode(_ type: String.Type) throws -> String {
-        let value = try NodeDecoder.string(try next(type), at: path)
+    /// The current element read by `read`, then the next.
+    private mutating func take<Value>(
+        _ type: Value.Type, _ read: (JSONNode, [any CodingKey]) throws -> Value
+    ) throws -> Value {
+        let value = try read(try next(type), path)
         currentIndex += 1
         return value
     }
 
-    mutating func decode(_ type: Bool.Type) throws -> Bool {
-        let value = try NodeDecoder.bool(try next(type), at: path)
-        currentIndex += 1
-        return value
-    }
-
+    mutating func decode(_ type: String.Type) throws -> String { try take(type, NodeDecoder.string) }
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try take(type, NodeDecoder.bool) }
     mutating func decode(_ type: Int.Type) throws -> Int {
-        let value = try NodeDecoder.integer(try next(type), as: type, at: path)
-        currentIndex += 1
-        return value
+        try take(type) { try NodeDecoder.integer($0, as: type, at: $1) }
     }
-
-    mutating func decode(_ type: Double.Type) throws -> Double {
-        let value = try NodeDecoder.double(try next(type), at: path)
-        currentIndex += 1
-        return value
-    }
-
+    mutating func decode(_ type: Double.Type) throws -> Double { try take(type, NodeDecoder.double) }
     mutating func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
-        let value = try NodeDecoder.decode(type, from: try next(type), at: path)
-        currentIndex += 1
-        return value
+        try take(type) { try NodeDecoder.decode(type, from: $0, at: $1) }
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(

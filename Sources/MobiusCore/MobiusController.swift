@@ -315,7 +315,7 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
         if DispatchQueue.getSpecific(key: onLoopQueueKey) == true {
             return work()
         }
-        if MainQueueMark.isMain(targetQueue), MainQueueMark.onMainQueue {
+        if MainQueue.isMain(targetQueue), MainQueue.isCurrent {
             return work()
         }
         dispatchPrecondition(condition: .notOnQueue(targetQueue))
@@ -323,10 +323,10 @@ public final class MobiusController<Model: Sendable, Event: Sendable, Effect: Se
     }
 }
 
-/// Tells the main queue from other queues, and whether the caller runs on it: a queue-specific value set on the
-/// main queue once.
-@usableFromInline
-enum MainQueueMark {
+/// Tells the main queue from other queues, and whether the caller runs on it (a queue-specific value set on the
+/// main queue once): for code that serves the main queue from an event loop of its own and must not wait for it
+/// from its own thread, as ``MobiusController`` does when its loop queue targets the main queue.
+public enum MainQueue {
     @usableFromInline static let key: DispatchSpecificKey<Bool> = {
         let key = DispatchSpecificKey<Bool>()
         DispatchQueue.main.setSpecific(key: key, value: true)
@@ -334,14 +334,12 @@ enum MainQueueMark {
     }()
 
     /// `queue` is the main queue (not one that targets it).
-    @usableFromInline
-    static func isMain(_ queue: DispatchQueue) -> Bool {
+    public static func isMain(_ queue: DispatchQueue) -> Bool {
         queue.getSpecific(key: key) == true
     }
 
-    /// The caller runs on the main queue, or on a queue that targets it.
-    @usableFromInline
-    static var onMainQueue: Bool {
+    /// The caller runs on the main queue (the main thread), or on a queue that targets it.
+    public static var isCurrent: Bool {
         DispatchQueue.getSpecific(key: key) == true
     }
 }

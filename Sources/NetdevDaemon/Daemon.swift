@@ -173,7 +173,7 @@ public final class Daemon: Sendable {
         // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            target: loopQueue, targetsMainQueue: loopOnMainThread, log: { entry in journalQueue.append(entry) })
+            target: loopQueue, log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: signalQueue)
         let effects = EffectHandlers(
             daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)

@@ -1,6 +1,6 @@
-internal import CLinux
 public import Dispatch
 import Locking
+import MobiusCore
 public import NetdevSession
 public import Systemd
 
@@ -44,19 +44,18 @@ public final class HookRunner: Sendable {
     fileprivate let queue: DispatchQueue
     /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
     fileprivate let watcher: HookWatcher?
-    /// `target` is the main queue (``killAll()`` then runs on the main thread without waiting).
-    private let queueTargetsMainThread: Bool
+    /// The queue `queue` targets, if any (``killAll()`` does not wait for it from its own thread).
+    private let target: DispatchQueue?
 
     /// A runner over `directories` that hands each hook's output to `log` as a journal entry.
     public init(
         directories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"],
         killGrace: DispatchTimeInterval = .seconds(5),
         target: DispatchQueue? = nil,
-        targetsMainQueue: Bool = false,
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
         self.queue = DispatchQueue(label: "netdevd.hooks", target: target)
-        self.queueTargetsMainThread = targetsMainQueue
+        self.target = target
         self.discovery = HookDiscovery(directories: directories) { directory, problem in
             log(
                 JournalEntry(
@@ -111,15 +110,11 @@ public final class HookRunner: Sendable {
     /// the runner's queue targets the main queue (netdevd's stop), it runs at once: no work of that queue can run
     /// meanwhile, and waiting for the main queue from the main thread would never end.
     public func killAll() {
-        if queueTargetsMainThread && isMainThread() {
+        if let target, MainQueue.isMain(target), MainQueue.isCurrent {
             watcher?.killAll()
         } else {
             queue.sync { watcher?.killAll() }
         }
-    }
-
-    private func isMainThread() -> Bool {
-        getpid() == gettid()
     }
 
     /// Says that a hook left processes running in its process group when it exited, and that they are stopped.

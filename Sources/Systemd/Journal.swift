@@ -205,19 +205,22 @@ enum NativeJournal {
         withUnsafeMutableBytes(of: &address.sun_path) { path in path.copyBytes(from: socketPath.utf8) }
         let addressLength = socklen_t(MemoryLayout<sa_family_t>.size + socketPath.utf8.count)
         var vector = iovec(iov_base: base, iov_len: count)
-        // A cmsghdr (16 bytes on 64-bit Linux) and one int, padded to 8 bytes: CMSG_SPACE(sizeof(int)).
-        let controlSize = MemoryLayout<cmsghdr>.size + 8
-        let control = UnsafeMutableRawPointer.allocate(byteCount: controlSize, alignment: 8)
-        defer { control.deallocate() }
-        control.initializeMemory(as: UInt8.self, repeating: 0, count: controlSize)
         var message = msghdr()
+        // Only for the memfd: a cmsghdr (16 bytes on 64-bit Linux) and one int, padded to 8 bytes,
+        // CMSG_SPACE(sizeof(int)). Every other entry is sent without allocating.
+        let controlSize = MemoryLayout<cmsghdr>.size + 8
+        var control: UnsafeMutableRawPointer?
+        defer { control?.deallocate() }
         if let descriptor {
-            let header = control.bindMemory(to: cmsghdr.self, capacity: 1)
+            let buffer = UnsafeMutableRawPointer.allocate(byteCount: controlSize, alignment: 8)
+            control = buffer
+            buffer.initializeMemory(as: UInt8.self, repeating: 0, count: controlSize)
+            let header = buffer.bindMemory(to: cmsghdr.self, capacity: 1)
             header.pointee.cmsg_len = MemoryLayout<cmsghdr>.size + MemoryLayout<Int32>.size
             header.pointee.cmsg_level = SOL_SOCKET
             header.pointee.cmsg_type = Int32(SCM_RIGHTS)
-            (control + MemoryLayout<cmsghdr>.size).storeBytes(of: descriptor, as: Int32.self)
-            message.msg_control = control
+            (buffer + MemoryLayout<cmsghdr>.size).storeBytes(of: descriptor, as: Int32.self)
+            message.msg_control = buffer
             message.msg_controllen = controlSize
         }
         while true {

@@ -10,8 +10,7 @@
 //   descriptors and nothing netdevd inherited without close-on-exec;
 // - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
 //   creation;
-// - gettid(2), _GNU_SOURCE only too: whether the caller is the main thread (its thread id is the process id);
-// - memfd_create(2), the same: a journal entry too large for a datagram goes to journald in a sealed memfd.
+// - memfd_create(2), _GNU_SOURCE only too: a journal entry too large for a datagram goes to journald in a sealed memfd.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
@@ -21,7 +20,6 @@
 #include <sys/socket.h>
 
 extern int pipe2(int pipefd[2], int flags);
-extern pid_t gettid(void);
 extern int memfd_create(const char *name, unsigned int flags);
 
 // libdispatch's main queue, served by a thread's own event loop as CoreFoundation's run loop serves it on Linux:
