@@ -271,6 +271,13 @@ def entries_by_kind(before, after, catalog):
     return ", ".join(f"{catalog.get(kind, kind)} {count}" for kind, count in sorted(kinds.items(), key=lambda x: -x[1]))
 
 
+def save_smaps(directory, pid, name):
+    """/proc/PID/smaps as `directory`/smaps-`name`, when a directory was asked for."""
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        shutil.copy(f"/proc/{pid}/smaps", os.path.join(directory, f"smaps-{name}"))
+
+
 def message_catalog(binary):
     """MESSAGE_ID -> subject, from netdevd --print-catalog."""
     output = subprocess.run([binary, "--print-catalog"], capture_output=True, text=True).stdout
@@ -392,6 +399,8 @@ def main():
     parser.add_argument("--no-hooks", action="store_true", help="no hook (what netdevd costs without them)")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
+    parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
+                        "delete (where the memory an idle netdevd holds is)")
     options = parser.parse_args()
 
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
@@ -435,6 +444,7 @@ def main():
                 ["perf", "record", "-q", "-e", options.perf_event, "-g", "-p", str(daemon.pid), "-o", options.perf]
                 + (["-F", "2000"] if options.perf_event == "cpu-clock" else []), stdout=subprocess.DEVNULL)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
+        save_smaps(options.smaps, daemon.pid, "idle")
         figures["RSS idle, anonymous / file pages (MiB)"] = (
             f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
         if options.idle_seconds > 0:
@@ -501,6 +511,7 @@ def main():
                     figures[f"{label}: {event} runs"] = lifecycle_runs(hook_log, hook_lines0, event, "nb", 2 * PAIRS)
             time.sleep(2)
             burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems)
+            save_smaps(options.smaps, daemon.pid, label.replace(" #", "-"))
         if options.perf:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()

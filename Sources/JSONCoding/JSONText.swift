@@ -350,27 +350,8 @@ struct JSONWriter {
         output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
     }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     mutating func writeString(_ text: String) {
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(Self.hexDigits[Int(byte >> 4)])
-                output.append(Self.hexDigits[Int(byte & 0xF)])
-            default: output.append(byte)
-            }
-        }
-        output.append(UInt8(ascii: "\""))
+        JSONString.append(text, to: &output)
     }
 
     /// A finite `Double` as JSON: Swift's shortest representation that reads back the same, without a trailing
@@ -380,5 +361,39 @@ struct JSONWriter {
         var text = value.description
         if text.hasSuffix(".0") { text.removeLast(2) }
         return text
+    }
+}
+
+/// JSON string literals as this module writes them, for code that writes JSON text by hand on a hot path (a hook's
+/// `NETDEVD_JSON`): `"`, `\\` and control characters escaped, `/` and non-ASCII as they are. The same bytes as
+/// ``JSONTextEncoder``'s strings.
+public enum JSONString {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Appends `text` as a quoted JSON string literal to `output`.
+    public static func append(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            let escaped: UInt8
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
+            case 0x0A: escaped = UInt8(ascii: "n")
+            case 0x0D: escaped = UInt8(ascii: "r")
+            case 0x09: escaped = UInt8(ascii: "t")
+            case 0x08: escaped = UInt8(ascii: "b")
+            case 0x0C: escaped = UInt8(ascii: "f")
+            case 0..<0x20:
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0xF)])
+                continue
+            default:
+                output.append(byte)
+                continue
+            }
+            output.append(UInt8(ascii: "\\"))
+            output.append(escaped)
+        }
+        output.append(UInt8(ascii: "\""))
     }
 }

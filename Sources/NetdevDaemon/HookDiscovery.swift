@@ -7,14 +7,22 @@ import Glibc
 /// Finds the hooks to run, and says why a file found must not run.
 ///
 /// Discovery runs before every hook run, so a hook dropped into a directory is used from the next event on, with
-/// no reload. A directory is listed again only when it changed (its inode or modification time); each hook file
-/// is examined (mask, owner, mode) on every run, so a hook made writable by others is refused from the next run on.
-/// A listing made within a second of the directory's last change is not reused: a file added in the same tick of
-/// the kernel's coarse clock would leave the modification time as it was.
+/// no reload. A directory is listed again only when it changed (its inode or modification time). Each hook file
+/// is looked at (`lstat`) on every run: a hook replaced, masked, chmod-ed or chown-ed is examined again from the
+/// next run on, so a hook made writable by others is refused at once. The full examination (the symlink's target,
+/// and the owner and mode of every directory above the hook and its target) is reused for at most
+/// ``reexaminationNanoseconds``: a directory above a hook made writable by others refuses it within a second. (A
+/// burst runs a hook thousands of times a second; examining each path's directories every time was a tenth of
+/// netdevd's CPU.) A listing made within a second of the directory's last change is not reused: a file added in the
+/// same tick of the kernel's coarse clock would leave the modification time as it was.
 final class HookDiscovery: Sendable {
     /// The directories searched, highest priority first.
     let directories: [String]
+    /// How long a hook's full examination is reused while the file itself is unchanged.
+    let reexaminationNanoseconds: UInt64
     private let listings = Locked<[String: Listing]>([:])
+    /// The last examination of each hook path in use.
+    private let examinations = Locked<[String: Examination]>([:])
     /// The problem last reported for each directory, so a directory that stays unreadable is said once.
     private let reported = Locked<[String: String]>([:])
     /// Told when a hook directory exists but cannot be read: its hooks would otherwise silently not run.
@@ -24,6 +32,45 @@ final class HookDiscovery: Sendable {
     private struct Listing {
         var identity: Identity
         var names: [String]
+    }
+
+    /// A hook file's examination, valid while the file (and, for a symlink, its target) is the same file with the
+    /// same owner and mode, for ``reexaminationNanoseconds`` from `examined`.
+    private struct Examination {
+        /// `nil` when the file could not be examined: never reused.
+        var file: FileIdentity?
+        var target: FileIdentity?
+        var examined: UInt64
+        /// A symlink to `/dev/null`.
+        var masked: Bool
+        var refusal: String?
+    }
+
+    /// What changes when a file is replaced, or its owner or mode change (each sets its change time).
+    private struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        var mode: UInt32
+        var owner: UInt32
+        var changedSeconds: Int
+        var changedNanoseconds: Int
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+            mode = UInt32(status.st_mode)
+            owner = UInt32(status.st_uid)
+            changedSeconds = Int(status.st_ctim.tv_sec)
+            changedNanoseconds = Int(status.st_ctim.tv_nsec)
+        }
+
+        var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
+
+        /// `path`'s identity, following symlinks or not; `nil` when it cannot be examined.
+        static func of(_ path: String, following: Bool) -> FileIdentity? {
+            var status = stat()
+            return (following ? stat(path, &status) : lstat(path, &status)) == 0 ? FileIdentity(status) : nil
+        }
     }
 
     /// What changes when a directory's entries do.
@@ -41,8 +88,12 @@ final class HookDiscovery: Sendable {
         }
     }
 
-    init(directories: [String], report: @escaping @Sendable (_ directory: String, _ problem: String) -> Void) {
+    init(
+        directories: [String], reexaminationNanoseconds: UInt64 = 1_000_000_000,
+        report: @escaping @Sendable (_ directory: String, _ problem: String) -> Void
+    ) {
         self.directories = directories
+        self.reexaminationNanoseconds = reexaminationNanoseconds
         self.report = report
     }
 
@@ -55,11 +106,32 @@ final class HookDiscovery: Sendable {
                 chosen[name] = directory + "/" + name
             }
         }
-        return chosen.keys.sorted().compactMap { name in
+        let now = PollerTimer.now()
+        let previous = examinations.withLock { $0 }
+        var current: [String: Examination] = [:]
+        let hooks = chosen.keys.sorted().compactMap { name -> HookFile? in
             let path = chosen[name]!
-            if Self.isMask(path) { return nil }
-            return HookFile(name: name, path: path, refusal: Self.refusal(path))
+            let examination = examine(path, reusing: previous[path], now: now)
+            current[path] = examination
+            return examination.masked ? nil : HookFile(name: name, path: path, refusal: examination.refusal)
         }
+        examinations.withLock { $0 = current }
+        return hooks
+    }
+
+    /// `path` examined, or `last` when it is still valid: the same file (and target) and recent enough.
+    private func examine(_ path: String, reusing last: Examination?, now: UInt64) -> Examination {
+        let file = FileIdentity.of(path, following: false)
+        let target = file.flatMap { $0.isSymlink ? FileIdentity.of(path, following: true) : nil }
+        if let last, file != nil, last.file == file, last.target == target,
+            now &- last.examined < reexaminationNanoseconds
+        {
+            return last
+        }
+        // Identities taken before the examination: a change during it makes the next run examine again.
+        let masked = file?.isSymlink == true && Self.isMask(path)
+        return Examination(
+            file: file, target: target, examined: now, masked: masked, refusal: masked ? nil : Self.refusal(path))
     }
 
     /// The entries of `directory` that may be hooks; none if it does not exist, and none, reported, if it exists

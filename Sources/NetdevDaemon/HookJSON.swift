@@ -1,106 +1,115 @@
+import JSONCoding
 public import NetdevSession
 
 /// `NETDEVD_JSON`, the subject of a hook run as one JSON object: for a link its state, addresses, default routes
 /// and operational state; for a device its udev identity and properties.
 ///
-/// Written directly (a burst runs thousands of hooks, and a `JSONEncoder` per run cost more than the spawn), with
-/// the text `JSONEncoder` gives with `.sortedKeys` and `.withoutEscapingSlashes`: keys in the order of their UTF-8
-/// bytes, absent values left out, `"`, `\` and control characters escaped, everything else as it is. A test holds
-/// the two to the same bytes.
+/// Written directly into bytes (a burst runs thousands of hooks, and an encoder per run cost more than the spawn),
+/// with the text `JSONEncoder` gives with `.sortedKeys` and `.withoutEscapingSlashes`: keys in the order of their
+/// UTF-8 bytes (the members below are written in that order; a device's properties are sorted), absent values
+/// left out, strings as ``JSONString`` writes them. A test holds the two to the same bytes.
 public enum HookJSON {
     /// The object for `link`.
     public static func describe(_ link: Link) -> String {
-        var object = JSONObject()
-        object.add("addresses", array: link.addresses.map { JSONObject.quoted($0.cidr) })
-        object.add(
-            "defaultRoutes",
-            array: link.defaultRoutes.map { route in
-                var object = JSONObject()
-                object.add("family", string: route.family.rawValue)
-                object.add("gateway", string: route.gateway)
-                object.add("metric", number: route.metric)
-                return object.text
-            })
-        object.add("index", number: Int(link.index))
-        object.add("kind", string: link.state.kind)
-        object.add("macAddress", string: link.state.macAddress)
-        object.add("mtu", number: link.state.mtu)
-        object.add("name", string: link.name)
-        object.add("operationalState", string: link.operationalState.rawValue)
-        return object.text
+        var json = JSONWriting()
+        json.open("{")
+        json.key("addresses")
+        json.open("[")
+        for address in link.addresses { json.element(address.cidr) }
+        json.close("]")
+        json.key("defaultRoutes")
+        json.open("[")
+        for route in link.defaultRoutes {
+            json.open("{")
+            json.add("family", string: route.family.rawValue)
+            json.add("gateway", string: route.gateway)
+            json.add("metric", number: route.metric)
+            json.close("}")
+        }
+        json.close("]")
+        json.add("index", number: Int(link.index))
+        json.add("kind", string: link.state.kind)
+        json.add("macAddress", string: link.state.macAddress)
+        json.add("mtu", number: link.state.mtu)
+        json.add("name", string: link.name)
+        json.add("operationalState", string: link.operationalState.rawValue)
+        json.close("}")
+        return String(decoding: json.output, as: UTF8.self)
     }
 
     /// The object for `device`.
     public static func describe(_ device: Device) -> String {
-        var properties = JSONObject()
-        for (name, value) in device.properties {
-            properties.add(name, string: value)
+        var json = JSONWriting()
+        json.open("{")
+        json.add("devnode", string: device.devnode)
+        json.add("devtype", string: device.devtype)
+        json.add("driver", string: device.driver)
+        json.key("properties")
+        json.open("{")
+        for (name, value) in device.properties.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            json.add(name, string: value)
         }
-        var object = JSONObject()
-        object.add("devnode", string: device.devnode)
-        object.add("devtype", string: device.devtype)
-        object.add("driver", string: device.driver)
-        object.add("properties", object: properties)
-        object.add("subsystem", string: device.subsystem)
-        object.add("syspath", string: device.syspath)
-        object.add("sysname", string: device.sysname)
-        return object.text
+        json.close("}")
+        json.add("subsystem", string: device.subsystem)
+        json.add("sysname", string: device.sysname)
+        json.add("syspath", string: device.syspath)
+        json.close("}")
+        return String(decoding: json.output, as: UTF8.self)
     }
 }
 
-/// A JSON object under construction: members are kept with their encoded values and sorted by key when the text
-/// is taken.
-private struct JSONObject {
-    private var members: [(key: String, value: String)] = []
+/// JSON text written value by value into one buffer; the caller opens and closes containers and gives an
+/// object's members in key order.
+private struct JSONWriting {
+    var output: [UInt8] = []
+    /// A value was written at this level: the next one needs a comma.
+    private var followsValue = false
 
-    mutating func add(_ key: String, string: String?) {
-        if let string { members.append((key, Self.quoted(string))) }
+    init() {
+        output.reserveCapacity(512)
     }
 
-    mutating func add(_ key: String, number: Int?) {
-        if let number { members.append((key, String(number))) }
+    /// Opens an object (`{`) or array (`[`), as a member's value or an array's element.
+    mutating func open(_ bracket: Unicode.Scalar) {
+        if followsValue { output.append(UInt8(ascii: ",")) }
+        output.append(UInt8(ascii: bracket))
+        followsValue = false
     }
 
-    mutating func add(_ key: String, array elements: [String]) {
-        members.append((key, "[" + elements.joined(separator: ",") + "]"))
+    /// Closes what ``open(_:)`` opened.
+    mutating func close(_ bracket: Unicode.Scalar) {
+        output.append(UInt8(ascii: bracket))
+        followsValue = true
     }
 
-    mutating func add(_ key: String, object: JSONObject) {
-        members.append((key, object.text))
+    /// Starts the member `name`: its value is written next.
+    mutating func key(_ name: String) {
+        if followsValue { output.append(UInt8(ascii: ",")) }
+        JSONString.append(name, to: &output)
+        output.append(UInt8(ascii: ":"))
+        followsValue = false
     }
 
-    var text: String {
-        let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-        var text = "{"
-        for (position, member) in sorted.enumerated() {
-            if position > 0 { text += "," }
-            text += Self.quoted(member.key)
-            text += ":"
-            text += member.value
-        }
-        return text + "}"
+    /// A string element of an array.
+    mutating func element(_ string: String) {
+        if followsValue { output.append(UInt8(ascii: ",")) }
+        JSONString.append(string, to: &output)
+        followsValue = true
     }
 
-    /// `string` as a JSON string literal.
-    static func quoted(_ string: String) -> String {
-        var bytes: [UInt8] = [UInt8(ascii: "\"")]
-        bytes.reserveCapacity(string.utf8.count + 2)
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\"")]
-            case UInt8(ascii: "\\"): bytes += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
-            case 0x08: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
-            case 0x0C: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
-            case 0x0A: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
-            case 0x0D: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
-            case 0x09: bytes += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                bytes += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
-            default: bytes.append(byte)
-            }
-        }
-        bytes.append(UInt8(ascii: "\""))
-        return String(decoding: bytes, as: UTF8.self)
+    /// The member `name` with a string value; nothing when it is `nil`.
+    mutating func add(_ name: String, string: String?) {
+        guard let string else { return }
+        key(name)
+        JSONString.append(string, to: &output)
+        followsValue = true
+    }
+
+    /// The member `name` with a number value; nothing when it is `nil`.
+    mutating func add(_ name: String, number: Int?) {
+        guard let number else { return }
+        key(name)
+        output.append(contentsOf: String(number).utf8)
+        followsValue = true
     }
 }

@@ -64,7 +64,7 @@ final class HookProcess: @unchecked Sendable {
         var ends: [Int32] = [0, 0]
         // Close-on-exec from creation: another hook spawned meanwhile must not inherit this pipe.
         guard pipe2(&ends, O_CLOEXEC) == 0 else { return .failure(SpawnFailure(call: "pipe2", errno: errno)) }
-        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)  // a pipe's read end has no other status flag set
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

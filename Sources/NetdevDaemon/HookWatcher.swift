@@ -118,10 +118,12 @@ final class HookWatcher: @unchecked Sendable {
         return added
     }
 
-    /// Stops watching `descriptor` (before it is closed). On queue.
+    /// Stops watching `descriptor`, which the caller closes next. On queue. Closing it is what takes it out of
+    /// the epoll set (no EPOLL_CTL_DEL: two system calls fewer per hook): the pipe's read end and the pidfd are
+    /// close-on-exec and only netdevd holds them (posix_spawn returns once its child has exec'd), so the close
+    /// releases the last reference.
     func forget(_ descriptor: Int32) {
-        guard watched.removeValue(forKey: descriptor) != nil else { return }
-        _ = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        watched.removeValue(forKey: descriptor)
     }
 
     /// One pass over what is ready, then back to the queue: the poller reports the epoll set again while

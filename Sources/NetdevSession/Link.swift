@@ -101,19 +101,78 @@ public struct LinkState: Codable, Sendable, Equatable {
 }
 
 /// A link as the session knows it: its state, addresses and default routes, and what they mean.
+///
+/// A value with its parts in one shared, immutable box: the model's tables copy and free links by the dozen on
+/// every change (a persistent table copies the node it changes), and a box is one reference to count instead of
+/// five. Setting a part makes a new box; the value semantics are those of a plain struct.
 public struct Link: Codable, Sendable, Equatable {
+    private struct Fields: Equatable {
+        var state: LinkState
+        var addresses: [LinkAddress]
+        var defaultRoutes: [DefaultRoute]
+    }
+
+    private final class Parts: Sendable {
+        let fields: Fields
+
+        init(_ fields: Fields) {
+            self.fields = fields
+        }
+    }
+
+    private var parts: Parts
+
     /// What rtnetlink last said about the link.
-    public var state: LinkState
+    public var state: LinkState {
+        get { parts.fields.state }
+        set { change { $0.state = newValue } }
+    }
     /// Its addresses, in the order they appeared.
-    public var addresses: [LinkAddress]
+    public var addresses: [LinkAddress] {
+        get { parts.fields.addresses }
+        set { change { $0.addresses = newValue } }
+    }
     /// Its default routes.
-    public var defaultRoutes: [DefaultRoute]
+    public var defaultRoutes: [DefaultRoute] {
+        get { parts.fields.defaultRoutes }
+        set { change { $0.defaultRoutes = newValue } }
+    }
 
     /// A link with these parts.
     public init(state: LinkState, addresses: [LinkAddress] = [], defaultRoutes: [DefaultRoute] = []) {
-        self.state = state
-        self.addresses = addresses
-        self.defaultRoutes = defaultRoutes
+        parts = Parts(Fields(state: state, addresses: addresses, defaultRoutes: defaultRoutes))
+    }
+
+    /// A new box with `body`'s change: the old one may be shared.
+    private mutating func change(_ body: (inout Fields) -> Void) {
+        var fields = parts.fields
+        body(&fields)
+        parts = Parts(fields)
+    }
+
+    public static func == (lhs: Link, rhs: Link) -> Bool {
+        lhs.parts === rhs.parts || lhs.parts.fields == rhs.parts.fields
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case state, addresses, defaultRoutes
+    }
+
+    /// Decodes a link from its three parts.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            state: try container.decode(LinkState.self, forKey: .state),
+            addresses: try container.decode([LinkAddress].self, forKey: .addresses),
+            defaultRoutes: try container.decode([DefaultRoute].self, forKey: .defaultRoutes))
+    }
+
+    /// Encodes a link as its three parts.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state, forKey: .state)
+        try container.encode(addresses, forKey: .addresses)
+        try container.encode(defaultRoutes, forKey: .defaultRoutes)
     }
 
     /// The interface index.

@@ -51,6 +51,28 @@ struct HookDiscoveryTests {
     }
 
     @Test(
+        "a hook whose directory becomes writable by others is refused within a second, without a reload",
+        .enabled(if: getuid() == 0, "needs root: only hooks owned by root may run"))
+    func directoryChangeSeenWithinASecond() throws {
+        try withDirectory { base in
+            let directory = base + "/hooks.d"
+            #expect(mkdir(directory, 0o755) == 0)
+            #expect(chmod(base, 0o755) == 0)
+            let runner = HookRunner(directories: [directory], log: { _ in })
+            install(directory + "/10-a")
+            #expect(runner.hooks().first?.refusal == nil)
+            // The hook file is unchanged; the directory above it is what changed. Its examination is reused for
+            // at most a second, then made again.
+            #expect(chmod(base, 0o777) == 0)
+            usleep(1_100_000)
+            #expect(runner.hooks().first?.refusal == "is in \(base), which is writable by group or others")
+            #expect(chmod(base, 0o755) == 0)
+            usleep(1_100_000)
+            #expect(runner.hooks().first?.refusal == nil)
+        }
+    }
+
+    @Test(
         "a hook directory that exists but cannot be read is logged once as an error (its hooks do not run), not skipped"
     )
     func unreadableDirectory() throws {
