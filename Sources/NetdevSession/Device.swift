@@ -82,6 +82,7 @@ public struct Device: Codable, Sendable, Equatable {
         parts = Parts(fields)
     }
 
+    /// The same parts (the same box, or equal parts in two).
     public static func == (lhs: Device, rhs: Device) -> Bool {
         lhs.parts === rhs.parts || lhs.parts.fields == rhs.parts.fields
     }

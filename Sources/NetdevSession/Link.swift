@@ -150,6 +150,7 @@ public struct Link: Codable, Sendable, Equatable {
         parts = Parts(fields)
     }
 
+    /// The same parts (the same box, or equal parts in two).
     public static func == (lhs: Link, rhs: Link) -> Bool {
         lhs.parts === rhs.parts || lhs.parts.fields == rhs.parts.fields
     }
