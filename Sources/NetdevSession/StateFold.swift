@@ -97,33 +97,59 @@ enum ChangeScope {
 }
 
 /// What announcements compare against: the part of the model before a change that the change can have touched
-/// (one link or device for a live event, everything for a resync), and the online state.
+/// (one link or device for a live event, everything for a resync), and the online state. A live event's part is
+/// kept as plain optionals, not a table: a table of one costs an allocation and its generic release per event.
 struct PreviousState {
-    var links: TreeDictionary<Int32, Link>
-    var devices: TreeDictionary<String, Device>
-    var onlineState: OnlineState
+    /// Every link and device before a resync; `nil` for a live event.
+    private let everything: (links: TreeDictionary<Int32, Link>, devices: TreeDictionary<String, Device>)?
+    /// A live link event's link before it, by index.
+    private let scopedLink: (index: Int32, link: Link?)?
+    /// A live device event's devices before it (a move's old and new paths), by path.
+    private let scopedDevices: (first: (path: String, device: Device?), second: (path: String, device: Device?)?)?
+    let onlineState: OnlineState
 
     init(scope: ChangeScope, of model: Model) {
+        everything = nil
         switch scope {
         case .link(let index):
-            links = model.links[index].map { [index: $0] } ?? [:]
-            devices = [:]
+            scopedLink = (index, model.links[index])
+            scopedDevices = nil
         case .device(let syspath):
-            links = [:]
-            devices = model.devices[syspath].map { [syspath: $0] } ?? [:]
+            scopedLink = nil
+            scopedDevices = ((syspath, model.devices[syspath]), nil)
         case .moved(let from, let to):
-            links = [:]
-            devices = [:]
-            for path in [from, to] { devices[path] = model.devices[path] }
+            scopedLink = nil
+            scopedDevices = ((from, model.devices[from]), (to, model.devices[to]))
         }
         onlineState = model.onlineState
     }
 
     init(everythingIn model: Model) {
-        links = model.links
-        devices = model.devices
+        everything = (model.links, model.devices)
+        scopedLink = nil
+        scopedDevices = nil
         onlineState = model.onlineState
     }
+
+    /// The link at `index` before; only the scope's link is known for a live event.
+    func link(_ index: Int32) -> Link? {
+        if let everything { return everything.links[index] }
+        guard let scopedLink, scopedLink.index == index else { return nil }
+        return scopedLink.link
+    }
+
+    /// The device at `path` before; only the scope's devices are known for a live event.
+    func device(_ path: String) -> Device? {
+        if let everything { return everything.devices[path] }
+        guard let scopedDevices else { return nil }
+        if scopedDevices.first.path == path { return scopedDevices.first.device }
+        if let second = scopedDevices.second, second.path == path { return second.device }
+        return nil
+    }
+
+    /// The link indexes and device paths before a resync (none for a live event).
+    var linkIndexes: [Int32] { everything.map { Array($0.links.keys) } ?? [] }
+    var devicePaths: [String] { everything.map { Array($0.devices.keys) } ?? [] }
 }
 
 /// Live state changes and what they announce: journal entries for every change, hook runs for link states,
@@ -144,21 +170,21 @@ extension Transition {
             let hooks = model.phase == .running || model.phase == .reloading
             switch scope {
             case .link(let index):
-                stateTouched = previous.links[index] != model.links[index]
+                stateTouched = previous.link(index) != model.links[index]
             case .device(let syspath):
-                stateTouched = previous.devices[syspath] != model.devices[syspath]
+                stateTouched = previous.device(syspath) != model.devices[syspath]
             case .moved(let from, let to):
                 stateTouched =
-                    previous.devices[from] != model.devices[from] || previous.devices[to] != model.devices[to]
+                    previous.device(from) != model.devices[from] || previous.device(to) != model.devices[to]
             }
-            if case .deviceChanged(let device, let action) = event, previous.devices[device.syspath] != nil,
+            if case .deviceChanged(let device, let action) = event, previous.device(device.syspath) != nil,
                 model.devices[device.syspath] != nil
             {
                 stateTouched = true
                 announceDeviceChange(device, action: action, hooks: hooks)
             }
-            if case .deviceMoved(let device, let from) = event, let old = previous.devices[from],
-                previous.devices[device.syspath] == nil, model.devices[device.syspath] != nil
+            if case .deviceMoved(let device, let from) = event, let old = previous.device(from),
+                previous.device(device.syspath) == nil, model.devices[device.syspath] != nil
             {
                 // One fact, one entry: renamed, not removed and added.
                 announceDeviceMove(from: old, to: device, hooks: hooks)
@@ -186,11 +212,11 @@ extension Transition {
             indexes = []
             paths = [from, to]
         case nil:
-            indexes = Set(previous.links.keys).union(model.links.keys).sorted()
-            paths = Set(previous.devices.keys).union(model.devices.keys).sorted()
+            indexes = Set(previous.linkIndexes).union(model.links.keys).sorted()
+            paths = Set(previous.devicePaths).union(model.devices.keys).sorted()
         }
         for index in indexes {
-            switch (previous.links[index], model.links[index]) {
+            switch (previous.link(index), model.links[index]) {
             case (nil, let link?):
                 let ignored = model.configuration.ignores(link.name)
                 log(
@@ -213,7 +239,7 @@ extension Transition {
             }
         }
         for path in paths {
-            switch (previous.devices[path], model.devices[path]) {
+            switch (previous.device(path), model.devices[path]) {
             case (nil, let device?):
                 log(
                     Self.devicePriority(device), .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
