@@ -40,6 +40,8 @@ final class HookDiscovery: Sendable {
         /// `nil` when the file could not be examined: never reused.
         var file: FileIdentity?
         var target: FileIdentity?
+        /// A symlink's text.
+        var linkText: String?
         var examined: UInt64
         /// A symlink to `/dev/null`.
         var masked: Bool
@@ -123,15 +125,19 @@ final class HookDiscovery: Sendable {
     private func examine(_ path: String, reusing last: Examination?, now: UInt64) -> Examination {
         let file = FileIdentity.of(path, following: false)
         let target = file.flatMap { $0.isSymlink ? FileIdentity.of(path, following: true) : nil }
-        if let last, file != nil, last.file == file, last.target == target,
+        // A symlink replaced by another (same inode number reused, same tick) naming the same file by another
+        // path differs only in its text.
+        let linkText = file?.isSymlink == true ? Self.linkText(path) : nil
+        if let last, file != nil, last.file == file, last.target == target, last.linkText == linkText,
             now &- last.examined < reexaminationNanoseconds
         {
             return last
         }
         // Identities taken before the examination: a change during it makes the next run examine again.
-        let masked = file?.isSymlink == true && Self.isMask(path)
+        let masked = linkText == "/dev/null"
         return Examination(
-            file: file, target: target, examined: now, masked: masked, refusal: masked ? nil : Self.refusal(path))
+            file: file, target: target, linkText: linkText, examined: now, masked: masked,
+            refusal: masked ? nil : Self.refusal(path))
     }
 
     /// The entries of `directory` that may be hooks; none if it does not exist, and none, reported, if it exists
@@ -190,13 +196,13 @@ final class HookDiscovery: Sendable {
             || name.hasSuffix(".rpmnew") || name.hasSuffix(".rpmsave") || name.hasSuffix(".swp")
     }
 
-    /// A symlink to `/dev/null`: the hook of that name is masked.
-    static func isMask(_ path: String) -> Bool {
-        var status = stat()
-        guard lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFLNK else { return false }
-        var target = [CChar](repeating: 0, count: 16)
-        let count = readlink(path, &target, target.count)
-        return count == 9 && target.prefix(9).elementsEqual("/dev/null".utf8.map { CChar(bitPattern: $0) })
+    /// The text of the symlink at `path` (`/dev/null` masks the hook of that name); `nil` when it cannot be read.
+    static func linkText(_ path: String) -> String? {
+        var text = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let count = text.withUnsafeMutableBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { readlink(path, $0.baseAddress!, $0.count) }
+        }
+        return count >= 0 ? String(decoding: text.prefix(count), as: UTF8.self) : nil
     }
 
     /// Why the file at `path` must not run (not a regular file, not root's, writable by group or others, not

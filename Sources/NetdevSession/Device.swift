@@ -116,3 +116,16 @@ public struct Device: Codable, Sendable, Equatable {
         try container.encode(properties, forKey: .properties)
     }
 }
+
+/// A device reflects (and dumps) as its parts, not as its box, as ``Link`` does.
+extension Device: CustomReflectable {
+    /// The parts, by name.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "syspath": syspath, "sysname": sysname, "subsystem": subsystem, "devtype": devtype as Any,
+                "devnode": devnode as Any, "driver": driver as Any, "properties": properties,
+            ])
+    }
+}

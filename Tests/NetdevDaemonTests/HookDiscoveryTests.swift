@@ -73,6 +73,31 @@ struct HookDiscoveryTests {
     }
 
     @Test(
+        "a symlinked hook whose target changes mode, or that is pointed elsewhere, is examined again at its next run",
+        .enabled(if: getuid() == 0, "needs root: only hooks owned by root may run"))
+    func symlinkChangesSeenAtTheNextRun() throws {
+        try withDirectory { directory in
+            try withDirectory { elsewhere in
+                let runner = HookRunner(directories: [directory], log: { _ in })
+                install(elsewhere + "/real")
+                install(elsewhere + "/other", mode: 0o644)
+                #expect(symlink(elsewhere + "/real", directory + "/10-a") == 0)
+                #expect(runner.hooks().first?.refusal == nil)
+                #expect(chmod(elsewhere + "/real", 0o777) == 0)
+                #expect(runner.hooks().first?.refusal == "is writable by group or others")
+                #expect(chmod(elsewhere + "/real", 0o755) == 0)
+                #expect(runner.hooks().first?.refusal == nil)
+                #expect(unlink(directory + "/10-a") == 0)
+                #expect(symlink(elsewhere + "/other", directory + "/10-a") == 0)
+                #expect(runner.hooks().first?.refusal == "is not executable")
+                #expect(unlink(directory + "/10-a") == 0)
+                #expect(symlink("/dev/null", directory + "/10-a") == 0)
+                #expect(runner.hooks().isEmpty, "masked")
+            }
+        }
+    }
+
+    @Test(
         "a hook directory that exists but cannot be read is logged once as an error (its hooks do not run), not skipped"
     )
     func unreadableDirectory() throws {
