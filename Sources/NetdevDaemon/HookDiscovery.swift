@@ -7,7 +7,7 @@ import Glibc
 /// Finds the hooks to run, and says why a file found must not run.
 ///
 /// Discovery runs before every hook run, so a hook dropped into a directory is used from the next event on, with
-/// no reload. A directory is listed again only when it changed (its inode or modification time). Each hook file
+/// no reload. A directory is listed again only when it changed (its inode, modification or change time). Each hook file
 /// is looked at (`lstat`) on every run: a hook replaced, masked, chmod-ed or chown-ed is examined again from the
 /// next run on, so a hook made writable by others is refused at once. The full examination (the symlink's target,
 /// and the owner and mode of every directory above the hook and its target) is reused for at most
@@ -30,7 +30,7 @@ final class HookDiscovery: Sendable {
 
     /// One directory's names, and the identity of the directory they were read from.
     private struct Listing {
-        var identity: Identity
+        var identity: FileIdentity
         var names: [String]
     }
 
@@ -48,7 +48,8 @@ final class HookDiscovery: Sendable {
         var refusal: String?
     }
 
-    /// What changes when a file is replaced, or its owner or mode change (each sets its change time).
+    /// What changes when a file is replaced, or its owner or mode change (each sets its change time), or a
+    /// directory's entries change (its modification time): a hook's identity, and a listed directory's.
     private struct FileIdentity: Equatable {
         var device: UInt64
         var inode: UInt64
@@ -56,6 +57,8 @@ final class HookDiscovery: Sendable {
         var owner: UInt32
         var changedSeconds: Int
         var changedNanoseconds: Int
+        var modifiedSeconds: Int
+        var modifiedNanoseconds: Int
 
         init(_ status: stat) {
             device = UInt64(status.st_dev)
@@ -64,6 +67,8 @@ final class HookDiscovery: Sendable {
             owner = UInt32(status.st_uid)
             changedSeconds = Int(status.st_ctim.tv_sec)
             changedNanoseconds = Int(status.st_ctim.tv_nsec)
+            modifiedSeconds = Int(status.st_mtim.tv_sec)
+            modifiedNanoseconds = Int(status.st_mtim.tv_nsec)
         }
 
         var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
@@ -72,21 +77,6 @@ final class HookDiscovery: Sendable {
         static func of(_ path: String, following: Bool) -> FileIdentity? {
             var status = stat()
             return (following ? stat(path, &status) : lstat(path, &status)) == 0 ? FileIdentity(status) : nil
-        }
-    }
-
-    /// What changes when a directory's entries do.
-    private struct Identity: Equatable {
-        var device: UInt64
-        var inode: UInt64
-        var modifiedSeconds: Int
-        var modifiedNanoseconds: Int
-
-        init(_ status: stat) {
-            device = UInt64(status.st_dev)
-            inode = UInt64(status.st_ino)
-            modifiedSeconds = Int(status.st_mtim.tv_sec)
-            modifiedNanoseconds = Int(status.st_mtim.tv_nsec)
         }
     }
 
@@ -158,7 +148,7 @@ final class HookDiscovery: Sendable {
             problem("is not a directory", in: directory)
             return []
         }
-        let identity = Identity(status)
+        let identity = FileIdentity(status)
         if let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
             return listing.names
         }

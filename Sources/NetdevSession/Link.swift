@@ -112,6 +112,8 @@ public struct Link: Codable, Sendable, Equatable {
         var defaultRoutes: [DefaultRoute]
     }
 
+    /// Not a generic box shared with ``Device``: a generic class's deinit runs unspecialized, looking up its
+    /// metadata at every release (what made the tables' node frees costly).
     private final class Parts: Sendable {
         let fields: Fields
 
