@@ -40,6 +40,9 @@ let package = Package(
         .package(url: "https://github.com/pointfreeco/xctest-dynamic-overlay", from: "1.13.1"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        // Prometheus' text exposition of netdevd's metrics (its registry; it brings swift-metrics' CoreMetrics and
+        // swift-atomics, not Foundation).
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation`: the DocC catalogs of MobiusCore and MobiusTest (make docs).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -95,7 +98,7 @@ let package = Package(
             name: "NetdevDaemon",
             dependencies: [
                 "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding", "CLinux",
-                "Locking",
+                "Locking", .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),

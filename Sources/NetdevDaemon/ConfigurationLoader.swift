@@ -23,6 +23,7 @@ import Glibc
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
 /// | `[Daemon]` | `StopTimeoutSec=` | a time span or `infinity`; how long a stop waits for hooks after SIGTERM |
+/// | `[Metrics]` | `TextfileDirectory=` | an absolute directory for `netdevd.prom` (node_exporter); empty: none |
 ///
 /// Time spans are at most 365 days. Files may have LF or CRLF line endings and a UTF-8 byte order mark; a file
 /// larger than 1 MiB, one that cannot be read, and a drop-in directory that cannot be listed are errors.
@@ -110,6 +111,7 @@ public struct ConfigurationLoader: Sendable {
         "Devices": ["Subsystems"],
         "Hooks": ["TimeoutSec", "DebounceSec", "Parallelism"],
         "Daemon": ["StopTimeoutSec"],
+        "Metrics": ["TextfileDirectory"],
     ]
 }
 
@@ -242,6 +244,18 @@ private struct Builder {
                 return "Parallelism='\(value)' must be a number from 1 to 64"
             }
             configuration.hookParallelism = count
+        case "TextfileDirectory":
+            guard !value.isEmpty else {
+                configuration.metricsTextfileDirectory = nil
+                return nil
+            }
+            guard value.hasPrefix("/") else {
+                return "TextfileDirectory='\(value)' must be an absolute path, such as /var/lib/prometheus/node-exporter"
+            }
+            guard !value.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else {
+                return "TextfileDirectory='\(value)' must not contain '.' or '..'"
+            }
+            configuration.metricsTextfileDirectory = value
         default:
             return "unknown key '\(key)'"
         }

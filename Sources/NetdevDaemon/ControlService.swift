@@ -41,8 +41,15 @@ public final class ControlService: Sendable {
     /// One refusal line per 10 s: a client looping on Reload must not flood the journal.
     private let refusals = NoticeThrottle()
 
-    /// A service with no model yet; `refused` hears of calls refused for want of permission.
-    public init(refused: @escaping @Sendable (String) -> Void = { _ in }) {
+    /// The metrics text of a model (``MetricsExporter/render(_:clients:)``), for `GetMetrics`.
+    private let metrics: (@Sendable (Model) -> [UInt8])?
+
+    /// A service with no model yet; `metrics` renders `GetMetrics`' text (without it the method answers
+    /// `NotRunning`); `refused` hears of calls refused for want of permission.
+    public init(
+        metrics: (@Sendable (Model) -> [UInt8])? = nil, refused: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.metrics = metrics
         self.refused = refused
     }
 
@@ -152,6 +159,16 @@ public final class ControlService: Sendable {
                         replier.onCancel { [weak self] in
                             _ = self?.withState { $0.monitors.removeValue(forKey: key) }
                         }
+                    }
+                },
+                "GetMetrics": { [self] _, _, replier in
+                    guard let metrics else {
+                        replier.error("io.netdevd.NotRunning")
+                        return
+                    }
+                    withLatest { model in
+                        let text = String(decoding: metrics(model), as: UTF8.self)
+                        replier.reply(encodedParameters: Self.encoded(["text": text]) ?? Self.emptyObject)
                     }
                 },
                 "Reload": { [self] _, peer, replier in
@@ -290,6 +307,10 @@ public final class ControlService: Sendable {
         # with a `sequence` one higher than the one before; applying the changes in order to the state gives the
         # daemon's state, links and devices.
         method Monitor() -> (state: ?State, change: ?Change)
+
+        # netdevd's metrics in Prometheus' text exposition format: what [Metrics] TextfileDirectory= writes to
+        # netdevd.prom for node_exporter's textfile collector.
+        method GetMetrics() -> (text: string)
 
         # Re-read the configuration (uid 0 only).
         method Reload() -> ()

@@ -175,13 +175,22 @@ public final class Daemon: Sendable {
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
             target: loopQueue, log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: signalQueue)
+        // Metrics: counted as the loop goes (an increment per event, an entry per link change), rendered only for
+        // `[Metrics] TextfileDirectory=` and `netdevctl metrics`.
+        let recorder = MetricsRecorder()
+        let exporter = MetricsExporter(recorder: recorder, version: Self.version)
         let effects = EffectHandlers(
-            daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue)
-        var builder = Mobius.loop(update: Session.loopUpdate, effectHandler: effects.router.asConnectable)
+            daemon: self, monitor: monitor, hooks: hooks, timers: timers, journal: journalQueue, ioQueue: ioQueue,
+            metrics: recorder)
+        let update = Update<Model, Event, Effect> { model, event in
+            recorder.noteEvent()
+            return Session.update(model, event)
+        }
+        var builder = Mobius.loop(update: update, effectHandler: effects.router.asConnectable)
             .withEventSource(sources.build())
-        let recorder = options.recordFile.flatMap(EventRecorder.init(path:))
-        if let recorder {
-            builder = builder.withLogger(recorder)
+        let eventRecorder = options.recordFile.flatMap(EventRecorder.init(path:))
+        if let eventRecorder {
+            builder = builder.withLogger(eventRecorder)
         }
         let controller = builder.makeController(
             from: Model(configuration: configuration),
@@ -191,11 +200,20 @@ public final class Daemon: Sendable {
             // own, so it can watch from the loop's queue without a thread hop per model.
             viewQueue: loopQueue
         )
-        let control = ControlService { text in
+        let server = Locked<VarlinkServer?>(nil)
+        let clients: @Sendable () -> Int = { server.withLock { $0?.connectionCount } ?? 0 }
+        let control = ControlService(metrics: { model in exporter.render(model, clients: clients()) }) { text in
             if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
         }
         controller.connectView(control.view)
-        let server = startControlServer(control) { notice in
+        let textfile = MetricsTextfile(exporter: exporter, clients: clients) { priority, text in
+            if priority <= maximumPriority {
+                journalQueue.append(JournalEntry(message: text, priority: JournalPriority(rawValue: priority) ?? .info))
+            }
+        }
+        recorder.onChange { textfile.poke() }
+        controller.connectView(textfile.view)
+        let started = startControlServer(control) { notice in
             let priority: JournalPriority =
                 switch notice.severity {
                 case .error: .error
@@ -206,6 +224,7 @@ public final class Daemon: Sendable {
                 journalQueue.append(JournalEntry(message: notice.message, priority: priority))
             }
         }
+        server.withLock { $0 = started }
         controller.start()
         #if DEBUG
         // Test builds only: SIGUSR1 blocks the loop queue for 3 s, so a test can see the watchdog pings stop.
@@ -229,15 +248,20 @@ public final class Daemon: Sendable {
         // exit effect: let them out now, while the effect handlers are still connected (stopping the controller
         // disconnects them, and work still queued is then dropped).
         effects.drain()
-        server?.stop()
+        started?.stop()
         controller.stop()
+        // A stopped netdevd's last state must not go on being reported as current.
+        textfile.stop()
         if loopOnMainThread { Poller.drainMainQueue() }
         timers.cancelAll()
         // Hooks the stop timeout cut short got SIGKILL already; leftovers of hooks within their grace get it now.
         hooks.killAll()
-        recorder?.flush()
+        eventRecorder?.flush()
         return exitStatus.withLock { $0 } ?? 0
     }
+
+    /// netdevd's version, as `org.varlink.service.GetInfo` and `netdevd_build_info` report it.
+    public static let version = "0.1.0"
 
     /// The directory part of `path` (`.` when it has none, `/` for a file in the root).
     static func directory(of path: String) -> String {
@@ -284,7 +308,7 @@ public final class Daemon: Sendable {
         limits.maximumPendingOutputBytes = options.monitorBufferBytes
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
-            version: "0.1.0", url: "https://github.com/netdevd/netdevd", limits: limits, notify: notify)
+            version: Self.version, url: "https://github.com/netdevd/netdevd", limits: limits, notify: notify)
         server.start()
         return server
     }

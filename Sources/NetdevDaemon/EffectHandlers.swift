@@ -21,7 +21,7 @@ struct EffectHandlers: Sendable {
 
     init(
         daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, journal: JournalQueue,
-        ioQueue: DispatchQueue
+        ioQueue: DispatchQueue, metrics: MetricsRecorder
     ) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
@@ -47,6 +47,7 @@ struct EffectHandlers: Sendable {
             }
             // The journal on its own queue too: a send blocks while journald's socket is full.
             .routeEffects(withParameters: \.logEntry).to { entry in
+                metrics.note(entry)
                 if entry.priority <= maximumPriority { journal.append(entry) }
             }
             // Its own serial queue: a notification waits up to 5 s while the manager's queue is full; the loop must not.
@@ -61,6 +62,7 @@ struct EffectHandlers: Sendable {
             }
             .routeEffects(withParameters: \.hookRun).to { run, callback in
                 hooks.start(run, timeoutMilliseconds: run.timeoutMilliseconds) { result in
+                    metrics.note(result)
                     callback.end(with: .hookRunFinished(result))
                 }
                 return EmptyDisposable()

@@ -21,9 +21,11 @@ public struct Configuration: Codable, Sendable, Equatable {
     /// How long a stop waits for running hooks to end after their SIGTERM before SIGKILL, in milliseconds; `nil`
     /// (`infinity`) waits for them however long they take (the service manager's own stop timeout still applies).
     public var stopTimeoutMilliseconds: Int?
+    /// The directory netdevd writes `netdevd.prom` to for node_exporter's textfile collector; `nil` writes none.
+    public var metricsTextfileDirectory: String?
 
     /// The defaults of DESIGN.md: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
-    /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s.
+    /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s; no metrics file.
     public init(
         requiredInterfaces: [InterfaceRequirement] = [],
         ignoredInterfaces: [String] = [],
@@ -33,7 +35,8 @@ public struct Configuration: Codable, Sendable, Equatable {
         hookTimeoutMilliseconds: Int = 30_000,
         debounceMilliseconds: Int = 0,
         hookParallelism: Int = 4,
-        stopTimeoutMilliseconds: Int? = 10_000
+        stopTimeoutMilliseconds: Int? = 10_000,
+        metricsTextfileDirectory: String? = nil
     ) {
         self.requiredInterfaces = requiredInterfaces
         self.ignoredInterfaces = ignoredInterfaces
@@ -44,6 +47,7 @@ public struct Configuration: Codable, Sendable, Equatable {
         self.debounceMilliseconds = debounceMilliseconds
         self.hookParallelism = hookParallelism
         self.stopTimeoutMilliseconds = stopTimeoutMilliseconds
+        self.metricsTextfileDirectory = metricsTextfileDirectory
     }
 
     /// `true` when `name` matches one of the ignored globs.

@@ -11,7 +11,7 @@ import Glibc
 
 /// `netdevd`: watches network links and devices, tells systemd and the journal, runs hooks.
 struct NetdevdCommand {
-    static let version = "0.1.0"
+    static let version = Daemon.version
 
     static let spec = CommandSpec(
         name: "netdevd",

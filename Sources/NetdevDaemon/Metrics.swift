@@ -1,0 +1,334 @@
+import Locking
+public import NetdevSession
+import Prometheus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What netdevd's metrics need beyond the model: per link, how often its operational state changed and when it last
+/// did; per hook, how often it ran and failed; per monitor, how often it lost events; how many events the loop took.
+///
+/// Fed from what the loop already produces (its journal entries and hook results, noted where the effects are
+/// handled, so every change is counted however seldom metrics are read) at a cost of a dictionary update per link
+/// change and an atomic increment per event. Its state is behind a ``Locked``; the event count is an `Atomic`.
+public final class MetricsRecorder: Sendable {
+    /// A link's history as far as netdevd saw it.
+    struct LinkActivity: Equatable {
+        /// Operational state changes since netdevd first saw the link.
+        var stateChanges = 0
+        /// Unix time of the last state change, or of when netdevd first saw the link.
+        var lastChange: Double
+    }
+
+    /// A hook's runs: started (it was executed) and failed (it exited non-zero, was killed, timed out, or could
+    /// not be started).
+    struct HookCounts: Equatable {
+        var started = 0
+        var failed = 0
+    }
+
+    struct Counts {
+        var links: [Int32: LinkActivity] = [:]
+        var hooks: [String: HookCounts] = [:]
+        var overflows: [String: Int] = [:]
+    }
+
+    private let counts = Locked(Counts())
+    private let events = Atomic<Int>(0)
+    private let clock: @Sendable () -> Double
+    /// Told when something the model does not show changed (a hook's counts), so a metrics file is written again.
+    private let changed = Locked<(@Sendable () -> Void)?>(nil)
+
+    /// A recorder; `clock` gives the Unix time in seconds (the real-time clock unless a test sets one).
+    public init(clock: @escaping @Sendable () -> Double = MetricsRecorder.unixTime) {
+        self.clock = clock
+    }
+
+    /// The real-time clock, in seconds since 1970.
+    public static func unixTime() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+
+    /// Counts one event taken by the loop.
+    public func noteEvent() {
+        events.add(1, ordering: .relaxed)
+    }
+
+    /// Events taken by the loop so far.
+    var eventCount: Int {
+        events.load(ordering: .relaxed)
+    }
+
+    /// Notes what a session journal entry says about a link (added, state changed, removed) or a monitor (it lost
+    /// events). Every other entry costs a comparison.
+    public func note(_ entry: LogEntry) {
+        switch entry.kind {
+        case .linkAdded, .linkStateChanged, .linkRemoved:
+            guard let text = entry.field(LogField.Name.ifindex), let index = Int32(text) else { return }
+            let now = entry.kind == .linkRemoved ? 0 : clock()
+            counts.withLock { counts in
+                switch entry.kind {
+                case .linkAdded: counts.links[index] = LinkActivity(lastChange: now)
+                case .linkRemoved: counts.links[index] = nil
+                default:
+                    counts.links[index, default: LinkActivity(lastChange: now)].stateChanges += 1
+                    counts.links[index]?.lastChange = now
+                }
+            }
+        case .resyncStarted:
+            guard let monitor = entry.field(LogField.Name.monitor) else { return }
+            counts.withLock { $0.overflows[monitor, default: 0] += 1 }
+        default:
+            return
+        }
+    }
+
+    /// Counts each hook of a finished run: started unless it was not, failed unless it exited 0 (a hook cancelled
+    /// before it started is neither).
+    public func note(_ result: HookRunResult) {
+        counts.withLock { counts in
+            for outcome in result.hooks {
+                if case .notStarted(let reason) = outcome.status, reason == "cancelled" { continue }
+                var hook = counts.hooks[outcome.name, default: HookCounts()]
+                if case .notStarted = outcome.status {} else { hook.started += 1 }
+                if outcome.status != .exited(0) { hook.failed += 1 }
+                counts.hooks[outcome.name] = hook
+            }
+        }
+        changed.withLock { $0 }?()
+    }
+
+    /// Calls `body` when a count the model does not show changes.
+    func onChange(_ body: @escaping @Sendable () -> Void) {
+        changed.withLock { $0 = body }
+    }
+
+    /// The counts now.
+    func snapshot() -> Counts {
+        counts.withLock { $0 }
+    }
+}
+
+/// netdevd's metrics in Prometheus' text exposition format, made with swift-prometheus' registry: per link its
+/// operational state (one 0/1 series per state), carrier, address count, state changes and the time of the last
+/// change; the host's online state; devices per subsystem; events, monitor overflows, resyncs, hook runs and
+/// control clients; build information.
+///
+/// The registry lives as long as the exporter and follows the model at each ``render(_:clients:)``: series of a
+/// link that went away (or was renamed) are unregistered, so none accumulate. Renders are serialised by a
+/// ``Locked``; each costs a pass over the links and devices, so it runs only when a file is due or a client asks.
+public final class MetricsExporter: Sendable {
+    /// The series of one link.
+    private struct LinkSeries {
+        var name: String
+        var states: [(OperationalState, Gauge)]
+        var carrier: Gauge
+        var addresses: Gauge
+        var stateChanges: Counter
+        var lastChange: Gauge?
+    }
+
+    private struct Series {
+        var links: [Int32: LinkSeries] = [:]
+        var online: [(OnlineState, Gauge)] = []
+        var devices: [String: Gauge] = [:]
+        var hooks: [String: (started: Counter, failed: Counter)] = [:]
+        var overflows: [String: Counter] = [:]
+    }
+
+    private let registry: PrometheusCollectorRegistry
+    private let recorder: MetricsRecorder
+    private let series = Locked(Series())
+    private let events: Counter
+    private let resyncs: Counter
+    private let dropped: Counter
+    private let clients: Gauge
+
+    /// An exporter of `recorder`'s counts and the models given to ``render(_:clients:)``; `version` is netdevd's.
+    public init(recorder: MetricsRecorder, version: String) {
+        self.recorder = recorder
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        registry.makeGauge(descriptor: Family.buildInfo.descriptor, labels: [("version", version)]).set(to: 1)
+        events = registry.makeCounter(descriptor: Family.events.descriptor)
+        resyncs = registry.makeCounter(descriptor: Family.resyncs.descriptor)
+        dropped = registry.makeCounter(descriptor: Family.dropped.descriptor)
+        clients = registry.makeGauge(descriptor: Family.clients.descriptor)
+        let online = OnlineState.allCases.map { state in
+            (state, registry.makeGauge(descriptor: Family.online.descriptor, labels: [("state", state.rawValue)]))
+        }
+        var overflows: [String: Counter] = [:]
+        for monitor in MonitorSource.allCases {
+            overflows[monitor.rawValue] = registry.makeCounter(
+                descriptor: Family.overflows.descriptor, labels: [("monitor", monitor.rawValue)])
+        }
+        series.withLock { series in
+            series.online = online
+            series.overflows = overflows
+        }
+    }
+
+    /// The text exposition of `model` and the recorder's counts, with `clients` control connections open.
+    public func render(_ model: Model, clients connections: Int) -> [UInt8] {
+        let counts = recorder.snapshot()
+        // Emitted under the same lock: a counter is set by a reset and an increment, which no emit may fall between.
+        return series.withLock { series in
+            Self.set(events, to: recorder.eventCount)
+            Self.set(resyncs, to: model.counters.resyncs)
+            Self.set(dropped, to: model.counters.staleHookRunsDropped)
+            clients.set(to: Double(connections))
+            let online = model.onlineState
+            for (state, gauge) in series.online { gauge.set(to: state == online ? 1 : 0) }
+            for (monitor, count) in counts.overflows {
+                let counter =
+                    series.overflows[monitor]
+                    ?? counter(.overflows, [("monitor", monitor)])
+                series.overflows[monitor] = counter
+                Self.set(counter, to: count)
+            }
+            renderLinks(model, counts, into: &series)
+            renderDevices(model, into: &series)
+            for (name, hook) in counts.hooks {
+                let counters =
+                    series.hooks[name]
+                    ?? (counter(.started, [("hook", name)]), counter(.failed, [("hook", name)]))
+                series.hooks[name] = counters
+                Self.set(counters.started, to: hook.started)
+                Self.set(counters.failed, to: hook.failed)
+            }
+            return registry.emitToBuffer()
+        }
+    }
+
+    private func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
+        for (index, link) in series.links where model.links[index]?.name != link.name {
+            unregister(link)
+            series.links[index] = nil
+        }
+        for (index, link) in model.links {
+            let labels = [("link", link.name)]
+            var entry =
+                series.links[index]
+                ?? LinkSeries(
+                    name: link.name,
+                    states: OperationalState.allCases.map { state in
+                        (state, gauge(.linkState, labels + [("state", state.rawValue)]))
+                    },
+                    carrier: gauge(.carrier, labels),
+                    addresses: gauge(.addresses, labels),
+                    stateChanges: counter(.stateChanges, labels),
+                    lastChange: nil
+                )
+            let state = link.operationalState
+            for (candidate, gauge) in entry.states { gauge.set(to: candidate == state ? 1 : 0) }
+            entry.carrier.set(to: link.state.hasLowerUp ? 1 : 0)
+            entry.addresses.set(to: Double(link.addresses.count))
+            let activity = counts.links[index]
+            Self.set(entry.stateChanges, to: activity?.stateChanges ?? 0)
+            if let activity {
+                let lastChange = entry.lastChange ?? gauge(.lastChange, labels)
+                lastChange.set(to: activity.lastChange)
+                entry.lastChange = lastChange
+            }
+            series.links[index] = entry
+        }
+    }
+
+    private func renderDevices(_ model: Model, into series: inout Series) {
+        var perSubsystem = model.devices.values.reduce(into: [String: Int]()) { counts, device in
+            counts[device.subsystem, default: 0] += 1
+        }
+        for subsystem in model.configuration.trackedSubsystems where perSubsystem[subsystem] == nil {
+            perSubsystem[subsystem] = 0
+        }
+        for (subsystem, gauge) in series.devices where perSubsystem[subsystem] == nil {
+            registry.unregisterGauge(gauge)
+            series.devices[subsystem] = nil
+        }
+        for (subsystem, count) in perSubsystem {
+            let devices = series.devices[subsystem] ?? gauge(.devices, [("subsystem", subsystem)])
+            devices.set(to: Double(count))
+            series.devices[subsystem] = devices
+        }
+    }
+
+    private func unregister(_ link: LinkSeries) {
+        for (_, gauge) in link.states { registry.unregisterGauge(gauge) }
+        registry.unregisterGauge(link.carrier)
+        registry.unregisterGauge(link.addresses)
+        registry.unregisterCounter(link.stateChanges)
+        if let lastChange = link.lastChange { registry.unregisterGauge(lastChange) }
+    }
+
+    /// Sets a counter to a count kept elsewhere (counts only grow, so the series still only grows).
+    private static func set(_ counter: Counter, to value: Int) {
+        counter.reset()
+        counter.increment(by: Int64(value))
+    }
+
+    /// The metric names (`netdevd_` and Prometheus' suffixes) and their `# HELP` texts.
+    private enum Family {
+        case buildInfo, events, resyncs, dropped, clients, online, overflows, started, failed
+        case linkState, carrier, addresses, stateChanges, lastChange, devices
+
+        var descriptor: MetricNameDescriptor {
+            let (name, unit, help) =
+                switch self {
+                case .buildInfo: ("build_info", "", "netdevd's version; always 1.")
+                case .events:
+                    ("events_total", "", "Events the loop took: kernel and udev messages, timers, signals, hook results.")
+                case .resyncs: ("resyncs_total", "", "Re-readings of links and devices after a monitor lost events.")
+                case .dropped:
+                    (
+                        "hook_runs_dropped_total", "",
+                        "Queued hook runs dropped because a newer run of the same link or device replaced them."
+                    )
+                case .clients: ("control_clients", "", "Control connections open (netdevctl and other Varlink clients).")
+                case .online: ("online_state", "", "The host's online state: 1 for the state it is in, 0 for the others.")
+                case .overflows:
+                    (
+                        "monitor_overflows_total", "",
+                        "Times a monitor's receive buffer overflowed and events were lost (each starts a resync)."
+                    )
+                case .started: ("hook_runs_started_total", "", "Runs of this hook that were started.")
+                case .failed:
+                    (
+                        "hook_runs_failed_total", "",
+                        "Runs of this hook that failed: exited non-zero, were killed, timed out, or could not start."
+                    )
+                case .linkState:
+                    (
+                        "link_operational_state", "",
+                        "A link's operational state (networkd's terms): 1 for the state it is in, 0 for the others."
+                    )
+                case .carrier: ("link_carrier", "", "1 when the link's driver signals carrier (IFF_LOWER_UP).")
+                case .addresses: ("link_addresses", "", "IP addresses on the link.")
+                case .stateChanges:
+                    ("link_state_changes_total", "", "Operational state changes of the link since netdevd first saw it.")
+                case .lastChange:
+                    (
+                        "link_last_change_timestamp", "seconds",
+                        "Unix time of the link's last operational state change, or of when netdevd first saw it."
+                    )
+                case .devices: ("devices", "", "Devices of a tracked udev subsystem.")
+                }
+            return MetricNameDescriptor(namespace: "netdevd", metricName: name, unitName: unit, helpText: help)
+        }
+    }
+
+    private func gauge(_ family: Family, _ labels: [(String, String)] = []) -> Gauge {
+        labels.isEmpty
+            ? registry.makeGauge(descriptor: family.descriptor)
+            : registry.makeGauge(descriptor: family.descriptor, labels: labels)
+    }
+
+    private func counter(_ family: Family, _ labels: [(String, String)] = []) -> Counter {
+        labels.isEmpty
+            ? registry.makeCounter(descriptor: family.descriptor)
+            : registry.makeCounter(descriptor: family.descriptor, labels: labels)
+    }
+}
