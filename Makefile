@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev udev iproute2
 
-.PHONY: all deps build run test test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -30,16 +30,34 @@ run: deps
 	$(SWIFT) run netdevd --log-target console --config /etc/netdevd/netdevd.conf
 
 # Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness.
-test: deps
+test: deps test-servers
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	@$(MAKE) --no-print-directory test-kernel
+
+# The kernel tests' real servers (the metrics test reads netdevd's file through node_exporter and Prometheus):
+# Debian's packages, unpacked into .build/test-servers rather than installed, so no service of theirs starts.
+TEST_SERVER_PACKAGES ?= prometheus prometheus-node-exporter
+TEST_SERVERS := $(CURDIR)/.build/test-servers
+export NETDEVD_TEST_SERVERS := $(TEST_SERVERS)/usr/bin
+
+test-servers:
+	@if [ ! -x $(TEST_SERVERS)/usr/bin/prometheus ] || [ ! -x $(TEST_SERVERS)/usr/bin/prometheus-node-exporter ]; then \
+		echo "unpacking $(TEST_SERVER_PACKAGES) into $(TEST_SERVERS) for the metrics tests"; \
+		rm -rf $(TEST_SERVERS).debs && mkdir -p $(TEST_SERVERS).debs && \
+		{ (cd $(TEST_SERVERS).debs && apt-get download -qq $(TEST_SERVER_PACKAGES)) >/dev/null 2>&1 || \
+			{ [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+				(cd $(TEST_SERVERS).debs && apt-get download -qq $(TEST_SERVER_PACKAGES)); }; } && \
+		for deb in $(TEST_SERVERS).debs/*.deb; do dpkg-deb -x $$deb $(TEST_SERVERS) || exit 1; done || \
+			echo "could not fetch $(TEST_SERVER_PACKAGES); the metrics tests will say they are skipped"; \
+		rm -rf $(TEST_SERVERS).debs; \
+	fi
 
 # The tests that need the real kernel, udevd and journald, run one at a time inside Tests/Harness/in-netns.sh (a
 # throw-away network namespace with its own /run, /dev, udevd and journald), as root. The host's links,
 # addresses, routes, namespaces, /run and /dev are compared before and after. Without root they are skipped
 # with the reason printed; with NETDEVD_REQUIRE_KERNEL_TESTS=1 (CI) not being able to run them is a failure.
-test-kernel:
+test-kernel: test-servers
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "kernel tests skipped: they need root to create a network namespace (run make test as root)"; \
 		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \

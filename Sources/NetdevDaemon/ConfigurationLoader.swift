@@ -250,7 +250,8 @@ private struct Builder {
                 return nil
             }
             guard value.hasPrefix("/") else {
-                return "TextfileDirectory='\(value)' must be an absolute path, such as /var/lib/prometheus/node-exporter"
+                return
+                    "TextfileDirectory='\(value)' must be an absolute path, such as /var/lib/prometheus/node-exporter"
             }
             guard !value.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else {
                 return "TextfileDirectory='\(value)' must not contain '.' or '..'"

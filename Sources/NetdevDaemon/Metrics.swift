@@ -280,15 +280,20 @@ public final class MetricsExporter: Sendable {
                 switch self {
                 case .buildInfo: ("build_info", "", "netdevd's version; always 1.")
                 case .events:
-                    ("events_total", "", "Events the loop took: kernel and udev messages, timers, signals, hook results.")
+                    (
+                        "events_total", "",
+                        "Events the loop took: kernel and udev messages, timers, signals, hook results."
+                    )
                 case .resyncs: ("resyncs_total", "", "Re-readings of links and devices after a monitor lost events.")
                 case .dropped:
                     (
                         "hook_runs_dropped_total", "",
                         "Queued hook runs dropped because a newer run of the same link or device replaced them."
                     )
-                case .clients: ("control_clients", "", "Control connections open (netdevctl and other Varlink clients).")
-                case .online: ("online_state", "", "The host's online state: 1 for the state it is in, 0 for the others.")
+                case .clients:
+                    ("control_clients", "", "Control connections open (netdevctl and other Varlink clients).")
+                case .online:
+                    ("online_state", "", "The host's online state: 1 for the state it is in, 0 for the others.")
                 case .overflows:
                     (
                         "monitor_overflows_total", "",
@@ -308,7 +313,10 @@ public final class MetricsExporter: Sendable {
                 case .carrier: ("link_carrier", "", "1 when the link's driver signals carrier (IFF_LOWER_UP).")
                 case .addresses: ("link_addresses", "", "IP addresses on the link.")
                 case .stateChanges:
-                    ("link_state_changes_total", "", "Operational state changes of the link since netdevd first saw it.")
+                    (
+                        "link_state_changes_total", "",
+                        "Operational state changes of the link since netdevd first saw it."
+                    )
                 case .lastChange:
                     (
                         "link_last_change_timestamp", "seconds",

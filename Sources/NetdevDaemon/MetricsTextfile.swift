@@ -63,7 +63,9 @@ public final class MetricsTextfile: Sendable {
         }
     }
 
-    func accept(_ model: Model) {
+    /// What the view does with each model: notes a change (a new change sequence or directory) and queues a write
+    /// for it; removes the file from a directory a reload left.
+    public func accept(_ model: Model) {
         let directory = model.configuration.metricsTextfileDirectory
         let stale = state.withLock { state -> String? in
             guard !state.stopped, directory != nil || state.directory != nil else { return nil }
@@ -95,7 +97,9 @@ public final class MetricsTextfile: Sendable {
         guard !state.scheduled else { return }
         state.scheduled = true
         let now = Self.monotonicNanoseconds()
-        let delay = state.lastWrite.map { last in last + intervalNanoseconds > now ? last + intervalNanoseconds - now : 0 }
+        let delay = state.lastWrite.map { last in
+            last + intervalNanoseconds > now ? last + intervalNanoseconds - now : 0
+        }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay ?? 0))) { [weak self] in self?.write() }
     }
 

@@ -47,6 +47,32 @@ struct ConfigurationLoaderTests {
         #expect(configuration.stopTimeoutMilliseconds == 20_000)
     }
 
+    @Test("[Metrics] TextfileDirectory=: an absolute path, empty for none; anything else names what is wrong")
+    func metricsDirectory() {
+        guard case .loaded(let set, _) = ConfigurationLoader.parse("[Metrics]\nTextfileDirectory=/var/lib/node exp"),
+            case .loaded(let reset, _) = ConfigurationLoader.parse(
+                "[Metrics]\nTextfileDirectory=/a\nTextfileDirectory=")
+        else {
+            Issue.record("expected both to load")
+            return
+        }
+        #expect(set.metricsTextfileDirectory == "/var/lib/node exp")
+        #expect(reset.metricsTextfileDirectory == nil)
+        #expect(Configuration().metricsTextfileDirectory == nil)
+        guard
+            case .rejected(let errors) = ConfigurationLoader.parse(
+                "[Metrics]\nTextfileDirectory=prom\nTextfileDirectory=/var/../tmp", file: "f")
+        else {
+            Issue.record("expected errors")
+            return
+        }
+        #expect(
+            errors.map(\.description) == [
+                "f:2: TextfileDirectory='prom' must be an absolute path, such as /var/lib/prometheus/node-exporter",
+                "f:3: TextfileDirectory='/var/../tmp' must not contain '.' or '..'",
+            ])
+    }
+
     @Test("errors name file and line, and suggest the key that was meant")
     func errors() {
         let text = """

@@ -1,0 +1,250 @@
+import Foundation
+import KernelTestSupport
+import NetdevDaemon
+import NetdevSession
+import Testing
+
+/// The samples of a text exposition, by series (`name{labels}`).
+func samples(_ bytes: [UInt8]) -> [String: Double] {
+    var result: [String: Double] = [:]
+    for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where !line.hasPrefix("#") {
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+            continue
+        }
+        result[String(line[..<space])] = value
+    }
+    return result
+}
+
+/// A session driven through its update, with every journal entry it writes given to a recorder, as netdevd's
+/// effect handlers do.
+struct RecordedSession {
+    var model: Model
+    let recorder: MetricsRecorder
+
+    init(links: [LinkState], clock: @escaping @Sendable () -> Double) {
+        recorder = MetricsRecorder(clock: clock)
+        let first = Session.initiate(Model())
+        model = first.model
+        let links = links.map { Link(state: $0) }
+        apply(.enumerated(generation: model.enumerationGeneration, snapshot: Snapshot(links: links, devices: [])))
+    }
+
+    mutating func apply(_ event: Event) {
+        recorder.noteEvent()
+        let next = Session.update(model, event)
+        if let changed = next.model { model = changed }
+        for case .log(let entry) in next.effects { recorder.note(entry) }
+    }
+}
+
+func linkState(_ index: Int32, _ name: String, up: Bool) -> LinkState {
+    LinkState(
+        index: index, name: name, kind: "veth", isUp: up, hasLowerUp: up, isLoopback: false,
+        kernelState: up ? .up : .down)
+}
+
+@Suite("Metrics")
+struct MetricsTests {
+    @Test("a link's series follow it: one 0/1 series per state, carrier, addresses, changes and their time")
+    func linkSeries() {
+        let time = Protected(1_000.0)
+        var session = RecordedSession(links: [linkState(7, "m0", up: false)]) { time.withLock { $0 } }
+        let exporter = MetricsExporter(recorder: session.recorder, version: "9.9")
+        var values = samples(exporter.render(session.model, clients: 2))
+        #expect(values[#"netdevd_link_operational_state{link="m0",state="off"}"#] == 1)
+        #expect(values[#"netdevd_link_operational_state{link="m0",state="routable"}"#] == 0)
+        #expect(values[#"netdevd_link_carrier{link="m0"}"#] == 0)
+        #expect(values[#"netdevd_link_state_changes_total{link="m0"}"#] == 0)
+        #expect(values[#"netdevd_link_last_change_timestamp_seconds{link="m0"}"#] == 1_000)
+        #expect(values[#"netdevd_build_info{version="9.9"}"#] == 1)
+        #expect(values["netdevd_control_clients"] == 2)
+        #expect(values[#"netdevd_online_state{state="offline"}"#] == 1)
+
+        time.withLock { $0 = 1_500 }
+        session.apply(.linkChanged(linkState(7, "m0", up: true)))
+        session.apply(
+            .addressAdded(index: 7, LinkAddress(family: .ipv4, address: "192.0.2.7", prefixLength: 24)))
+        values = samples(exporter.render(session.model, clients: 0))
+        #expect(values[#"netdevd_link_operational_state{link="m0",state="off"}"#] == 0)
+        #expect(values[#"netdevd_link_operational_state{link="m0",state="routable"}"#] == 1)
+        #expect(values[#"netdevd_link_carrier{link="m0"}"#] == 1)
+        #expect(values[#"netdevd_link_addresses{link="m0"}"#] == 1)
+        #expect(values[#"netdevd_link_state_changes_total{link="m0"}"#] == 2)
+        #expect(values[#"netdevd_link_last_change_timestamp_seconds{link="m0"}"#] == 1_500)
+        #expect(values[#"netdevd_online_state{state="online"}"#] == 1)
+        #expect(values["netdevd_events_total"] == 3)
+
+        // Renamed: the old name's series go, the new name's come with the counts.
+        session.apply(.linkChanged(linkState(7, "uplink", up: true)))
+        values = samples(exporter.render(session.model, clients: 0))
+        #expect(values.keys.filter { $0.contains(#"link="m0""#) }.isEmpty)
+        #expect(values[#"netdevd_link_state_changes_total{link="uplink"}"#] == 2)
+
+        session.apply(.linkRemoved(index: 7))
+        values = samples(exporter.render(session.model, clients: 0))
+        #expect(values.keys.filter { $0.hasPrefix("netdevd_link_") }.isEmpty)
+        #expect(values[#"netdevd_online_state{state="offline"}"#] == 1)
+    }
+
+    @Test("hook runs per hook, overflows per monitor, devices per tracked subsystem")
+    func counts() {
+        let recorder = MetricsRecorder()
+        let exporter = MetricsExporter(recorder: recorder, version: "1")
+        recorder.note(
+            HookRunResult(
+                runID: 1,
+                hooks: [
+                    HookOutcome(name: "10-ok", status: .exited(0), durationMilliseconds: 1),
+                    HookOutcome(name: "20-fails", status: .exited(3), durationMilliseconds: 1),
+                    HookOutcome(name: "30-slow", status: .timedOut, durationMilliseconds: 1),
+                    HookOutcome(name: "40-unsafe", status: .notStarted("writable by others"), durationMilliseconds: 0),
+                ]))
+        recorder.note(
+            HookRunResult(
+                runID: 2,
+                hooks: [
+                    HookOutcome(name: "10-ok", status: .exited(0), durationMilliseconds: 1),
+                    HookOutcome(name: "20-fails", status: .notStarted("cancelled"), durationMilliseconds: 0),
+                ]))
+        recorder.note(
+            LogEntry(
+                priority: 4, message: "lost", kind: .resyncStarted,
+                fields: [LogField(LogField.Name.monitor, "udev"), LogField(LogField.Name.resyncs, "1")]))
+        var model = Model(configuration: Configuration(trackedSubsystems: ["net", "usb"]))
+        model.devices["/sys/devices/virtual/net/lo"] = Device(
+            syspath: "/sys/devices/virtual/net/lo", sysname: "lo", subsystem: "net")
+        let values = samples(exporter.render(model, clients: 0))
+        #expect(values[#"netdevd_hook_runs_started_total{hook="10-ok"}"#] == 2)
+        #expect(values[#"netdevd_hook_runs_failed_total{hook="10-ok"}"#] == 0)
+        #expect(values[#"netdevd_hook_runs_started_total{hook="20-fails"}"#] == 1)
+        #expect(values[#"netdevd_hook_runs_failed_total{hook="20-fails"}"#] == 1)
+        #expect(values[#"netdevd_hook_runs_failed_total{hook="30-slow"}"#] == 1)
+        #expect(values[#"netdevd_hook_runs_started_total{hook="40-unsafe"}"#] == 0)
+        #expect(values[#"netdevd_hook_runs_failed_total{hook="40-unsafe"}"#] == 1)
+        #expect(values[#"netdevd_monitor_overflows_total{monitor="udev"}"#] == 1)
+        #expect(values[#"netdevd_monitor_overflows_total{monitor="netlink"}"#] == 0)
+        #expect(values[#"netdevd_devices{subsystem="net"}"#] == 1)
+        #expect(values[#"netdevd_devices{subsystem="usb"}"#] == 0)
+    }
+
+    /// promtool from the servers `make test` unpacks (NETDEVD_TEST_SERVERS), or the installed one.
+    static let promtoolPath = (ProcessInfo.processInfo.environment["NETDEVD_TEST_SERVERS"] ?? "/usr/bin") + "/promtool"
+
+    @Test(
+        "promtool accepts the text, with link names that need escaping",
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: promtoolPath),
+            "needs promtool: `make test` unpacks Debian's prometheus package for it"))
+    func promtool() throws {
+        let names = [#"we"ird"#, #"back\slash"#, "dots.and-dashes", "\u{00e9}th0"]
+        let session = RecordedSession(
+            links: names.enumerated().map { linkState(Int32($0.offset + 2), $0.element, up: true) }
+        ) { 1 }
+        let text = MetricsExporter(recorder: session.recorder, version: "1").render(session.model, clients: 0)
+        #expect(samples(text)[#"netdevd_link_carrier{link="we\"ird"}"#] == 1)
+        #expect(samples(text)[#"netdevd_link_carrier{link="back\\slash"}"#] == 1)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.promtoolPath)
+        process.arguments = ["check", "metrics"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(text))
+        try input.fileHandleForWriting.close()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "promtool check metrics: \(said)")
+    }
+}
+
+@Suite("The metrics file", .serialized)
+struct MetricsTextfileTests {
+    let directory = NSTemporaryDirectory() + "netdevd-metrics-\(UInt32.random(in: 0...UInt32.max))"
+
+    func model(_ directory: String?, sequence: Int) -> Model {
+        var model = Model(configuration: Configuration(metricsTextfileDirectory: directory))
+        model.changeSequence = sequence
+        return model
+    }
+
+    func file(_ directory: String) -> String? {
+        try? String(contentsOfFile: directory + "/netdevd.prom", encoding: .utf8)
+    }
+
+    @Test("written whole and readable by all; again after a change, at most once per interval; removed at stop")
+    func writes() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let recorder = MetricsRecorder()
+        let clients = Protected(0)
+        let textfile = MetricsTextfile(
+            exporter: MetricsExporter(recorder: recorder, version: "1"), clients: { clients.withLock { $0 } },
+            intervalNanoseconds: 500_000_000
+        ) { _, _ in }
+        textfile.accept(model(directory, sequence: 1))
+        #expect(waitFor { file(directory)?.contains("netdevd_control_clients 0") == true })
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/netdevd.prom")
+        #expect((attributes[.posixPermissions] as? Int) == 0o644)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["netdevd.prom"])
+
+        // The same sequence again is no change; a new one is written, but not within the interval.
+        clients.withLock { $0 = 5 }
+        textfile.accept(model(directory, sequence: 1))
+        textfile.accept(model(directory, sequence: 2))
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(file(directory)?.contains("netdevd_control_clients 0") == true)
+        #expect(waitFor { file(directory)?.contains("netdevd_control_clients 5") == true })
+
+        textfile.stop()
+        #expect(file(directory) == nil)
+        textfile.accept(model(directory, sequence: 3))
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(file(directory) == nil)
+    }
+
+    @Test("a directory that cannot be written is said once, and again when it works; a new directory takes the file")
+    func failuresAndMoves() throws {
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let said = Protected<[String]>([])
+        let textfile = MetricsTextfile(
+            exporter: MetricsExporter(recorder: MetricsRecorder(), version: "1"), clients: { 0 },
+            intervalNanoseconds: 50_000_000
+        ) { priority, text in said.withLock { $0.append("\(priority) \(text)") } }
+        let missing = directory + "/a"
+        textfile.accept(model(missing, sequence: 1))
+        #expect(waitFor { said.withLock { $0.count } == 1 })
+        textfile.accept(model(missing, sequence: 2))
+        Thread.sleep(forTimeInterval: 0.3)
+        let first = said.withLock { $0 }
+        #expect(first.count == 1)
+        #expect(first.first?.hasPrefix("4 Cannot write the metrics file \(missing)/netdevd.prom") == true)
+        #expect(first.first?.contains("does not exist") == true)
+
+        try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
+        textfile.accept(model(missing, sequence: 3))
+        #expect(waitFor { file(missing) != nil })
+        #expect(said.withLock { $0.last } == "5 The metrics file \(missing)/netdevd.prom is written again")
+
+        let other = directory + "/b"
+        try FileManager.default.createDirectory(atPath: other, withIntermediateDirectories: true)
+        textfile.accept(model(other, sequence: 4))
+        #expect(waitFor { file(other) != nil })
+        #expect(file(missing) == nil)
+        textfile.accept(model(nil, sequence: 5))
+        #expect(waitFor { file(other) == nil })
+        textfile.stop()
+    }
+
+    func waitFor(_ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return condition()
+    }
+}
