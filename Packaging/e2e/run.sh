@@ -19,6 +19,11 @@
 #   u. udev source: with udevd running, netdevd monitors udev's events and receives them under its sandbox
 #   v. udevd gone: killed while netdevd runs, netdevd says so and follows the kernel's uevents; a start with its
 #      stale control socket picks the kernel's uevents
+#   h. metrics: a TextfileDirectory= the sandbox forbids gives one warning naming the example drop-in; with that
+#      drop-in (/run/netdevd-metrics) netdevd.prom appears (0644), follows a veth, matches `netdevctl metrics`,
+#      the exposure does not change, and a stop removes it
+#   j. journal upload: systemd-journal-upload in the container sends netdevd's entries to systemd-journal-remote
+#      (the host's, on the container's loopback); the remote journal has a link's entry with every field intact
 #   n. noise: no line an operator cannot act on (libdispatch's thread priority, an unreadable sysctl) at any start
 #   g. stop and purge: stopping is clean (Result=success, no SIGKILL); `apt-get purge` leaves nothing behind
 #      (a listing of / before installing and after purging is compared; no user, unit, /etc/netdevd, /run/netdevd)
@@ -541,6 +546,104 @@ nsenter -t "$L" -n ip link del e2ev2
 C systemctl stop e2e-udevd.service
 C rm -f /run/udev/control
 C systemctl restart netdevd.service
+
+# ---- h. metrics under systemd: a clear error where the sandbox forbids the directory; the documented drop-in -----
+# A directory of root's, which netdevd's transient user may not write (and ProtectSystem=strict makes read-only):
+# one warning naming the example drop-in. Then the drop-in shipped in the package's examples, /run/netdevd-metrics:
+# the file appears (0644, netdevd's user), follows a veth's life, `netdevctl metrics` prints the same families,
+# the exposure stays where it was, and a stop takes the directory away.
+exposure() { C systemd-analyze security netdevd.service 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'; }
+h_before=$(exposure)
+C mkdir -p /var/lib/e2e-textfile /etc/netdevd/netdevd.conf.d /etc/systemd/system/netdevd.service.d
+C sh -c 'printf "[Metrics]\nTextfileDirectory=/var/lib/e2e-textfile\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
+c0=$(mark)
+C systemctl restart netdevd.service
+h_refused() { C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" -p warning | grep -q 'Cannot write the metrics file /var/lib/e2e-textfile/netdevd.prom'; }
+if wait_until 10 h_refused; then
+    pass "h. metrics refused: $(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" -p warning | grep -m1 'Cannot write the metrics file' | cut -c1-160)..."
+else
+    fail "h. metrics refused: no warning about /var/lib/e2e-textfile within 10 s"
+fi
+C cp /usr/share/doc/netdevd/examples/metrics/netdevd-metrics.conf /etc/systemd/system/netdevd.service.d/metrics.conf
+C sh -c 'printf "[Metrics]\nTextfileDirectory=/run/netdevd-metrics\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
+C systemctl daemon-reload
+C systemctl restart netdevd.service
+h_after=$(exposure)
+PROM=/run/netdevd-metrics/netdevd.prom
+nsenter -t "$L" -n ip link add e2em0 type veth peer name e2em1
+t=$(now)
+h_has() { C grep -q "$1" "$PROM" 2>/dev/null; }
+h_seen=no; wait_until 10 h_has 'netdevd_link_operational_state{link="e2em0",state="off"} 1' && h_seen=$(since "$t")
+nsenter -t "$L" -n ip link del e2em0
+t=$(now)
+h_gone=no; wait_until 10 eval '! h_has "link=\"e2em0\""' && h_gone=$(since "$t")
+h_mode=$(C stat -c '%a %u' "$PROM" 2>/dev/null)
+h_uid=$(C awk '/^Uid:/ { print $2 }' "/proc/$(prop netdevd.service MainPID)/status" 2>/dev/null)
+h_families=$(C netdevctl metrics 2>/dev/null | grep -c '^# TYPE netdevd_')
+h_file_families=$(C grep -c '^# TYPE netdevd_' "$PROM" 2>/dev/null)
+C systemctl stop netdevd.service
+h_stopped=$(C sh -c 'test -e /run/netdevd-metrics && echo present || echo gone')
+if [ "$h_seen" != no ] && [ "$h_gone" != no ] && [ "$h_mode" = "644 $h_uid" ] && [ "${h_families:-0}" -ge 10 ] \
+    && [ "${h_file_families:-0}" -ge 10 ] && [ -n "$h_after" ] && [ "$h_after" = "$h_before" ] \
+    && awk -v e="$h_after" 'BEGIN { exit !(e <= 2.0) }' && [ "$h_stopped" = gone ]; then
+    pass "h. metrics: $PROM (mode and uid $h_mode: netdevd's) had e2em0 after $h_seen s, lost it $h_gone s after its deletion; $h_families families from netdevctl metrics, $h_file_families in the file; exposure $h_before without the drop-in, $h_after with it; the stop removed /run/netdevd-metrics"
+else
+    fail "h. metrics: seen $h_seen, gone $h_gone, mode '$h_mode' (netdevd uid $h_uid), families $h_families/$h_file_families, exposure '$h_before' -> '$h_after', after stop $h_stopped"
+    C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" | tail -n 20 | indent
+fi
+C rm -f /etc/systemd/system/netdevd.service.d/metrics.conf /etc/netdevd/netdevd.conf.d/e2e-metrics.conf
+C rmdir /var/lib/e2e-textfile
+C systemctl daemon-reload
+C systemctl start netdevd.service
+
+# ---- j. the journal, uploaded: systemd-journal-upload (the container's, Debian's unit) to systemd-journal-remote ----
+# journal-remote is the host's binary, listening on loopback in the container's network namespace and writing to
+# a directory of the host: the central journal. A link made in the container is found there by its NETDEVD_IFNAME=,
+# with the fields netdevd wrote, as in the container's own journal.
+REMOTE_BIN=/lib/systemd/systemd-journal-remote
+if [ ! -x "$REMOTE_BIN" ]; then
+    apt-get install -y -qq systemd-journal-remote > /dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq systemd-journal-remote > /dev/null 2>&1; }
+fi
+mkdir -p "$WORK/remote"
+nsenter -t "$L" -n "$REMOTE_BIN" --listen-http=127.0.0.1:19532 --output="$WORK/remote/" > "$WORK/j-remote.log" 2>&1 &
+REMOTE=$!
+C mkdir -p /etc/systemd/journal-upload.conf.d
+C sh -c 'printf "[Upload]\nURL=http://127.0.0.1:19532\n" > /etc/systemd/journal-upload.conf.d/e2e.conf'
+C systemctl start systemd-journal-upload.service
+nsenter -t "$L" -n ip link add e2eup0 type veth peer name e2eup1
+t=$(now)
+ADDED=4d0b1a6f8e2c4b7e9a31c5d2e7f80a11
+j_remote() { journalctl --directory="$WORK/remote" --no-pager -o json NETDEVD_IFNAME=e2eup0 MESSAGE_ID=$ADDED > "$WORK/j-remote.json" 2>/dev/null && [ -s "$WORK/j-remote.json" ]; }
+if wait_until 30 j_remote; then
+    took=$(since "$t")
+    C journalctl --no-pager -o json NETDEVD_IFNAME=e2eup0 MESSAGE_ID=$ADDED > "$WORK/j-local.json" 2>&1
+    j_diff=$(python3 - "$WORK/j-local.json" "$WORK/j-remote.json" <<'PY'
+import json, sys
+local, remote = (json.loads(open(p).readline()) for p in sys.argv[1:3])
+keys = sorted(k for k in local if k.startswith("NETDEVD_") or k in ("MESSAGE", "MESSAGE_ID", "PRIORITY",
+       "SYSLOG_IDENTIFIER", "_SYSTEMD_UNIT", "_BOOT_ID", "_MACHINE_ID", "__REALTIME_TIMESTAMP"))
+print(" ".join(k for k in keys if local.get(k) != remote.get(k)) or "none", "|", len(keys), "|",
+      " ".join(k for k in keys if k.startswith("NETDEVD_")))
+PY
+)
+    if [ "${j_diff%% |*}" = none ]; then
+        pass "j. journal upload: the link's entry reached systemd-journal-remote after $took s; journalctl --directory=... NETDEVD_IFNAME=e2eup0 finds it with all $(echo "$j_diff" | cut -d'|' -f2 | tr -d ' ') fields as written ($(echo "$j_diff" | cut -d'|' -f3 | sed 's/^ //'))"
+    else
+        fail "j. journal upload: fields differ between the container's journal and the remote one: ${j_diff%% |*}"
+    fi
+else
+    fail "j. journal upload: nothing for NETDEVD_IFNAME=e2eup0 in the remote journal after 30 s"
+    indent < "$WORK/j-remote.log" | tail -n 10
+    C journalctl -u systemd-journal-upload.service --no-pager -o cat | tail -n 10 | indent
+fi
+nsenter -t "$L" -n ip link del e2eup0
+C systemctl stop systemd-journal-upload.service
+kill "$REMOTE" 2>/dev/null; wait "$REMOTE" 2>/dev/null
+# What the upload left (its configuration, its state directory) must not show in the purge's comparison.
+C rm -rf /etc/systemd/journal-upload.conf.d /var/lib/private/systemd/journal-upload /var/lib/systemd/journal-upload
+for d in /var/lib/private/systemd /var/lib/private; do
+    grep -q " $d\$" "$WORK/before.txt" || C rmdir "$d" 2>/dev/null
+done
 
 # ---- n. noise: no line an operator cannot act on, over every start above ------------------------------------------
 # Seen before: libdispatch's "Failed to set thread priority for worker thread ... errno=13" (the thread that serves

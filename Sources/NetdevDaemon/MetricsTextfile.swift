@@ -177,8 +177,8 @@ public final class MetricsTextfile: Sendable {
         let reason = String(cString: strerror(error))
         switch error {
         case EROFS, EACCES, EPERM:
-            return "\(reason) (\(path)). Under systemd the unit's sandbox lets netdevd write only where "
-                + "ReadWritePaths= allows: add the directory there (see netdevd.conf(5), [Metrics])"
+            return "\(reason) (\(path)). Under systemd, netdevd's sandbox lets it write only where its unit allows: "
+                + "/usr/share/doc/netdevd/examples/metrics has a drop-in giving it /run/netdevd-metrics"
         case ENOENT:
             return "\(reason) (\(path)): the directory does not exist; create it (node_exporter's package does: "
                 + "/var/lib/prometheus/node-exporter)"
