@@ -554,9 +554,12 @@ C systemctl restart netdevd.service
 # the exposure stays where it was, and a stop takes the directory away.
 exposure() { C systemd-analyze security netdevd.service 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'; }
 h_before=$(exposure)
+made_conf_d=; C test -d /etc/netdevd/netdevd.conf.d || made_conf_d=yes
 C mkdir -p /var/lib/e2e-textfile /etc/netdevd/netdevd.conf.d /etc/systemd/system/netdevd.service.d
 C sh -c 'printf "[Metrics]\nTextfileDirectory=/var/lib/e2e-textfile\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
 c0=$(mark)
+# The checks before restarted netdevd often; systemd's start limit (5 in 10 s) would refuse this one.
+C systemctl reset-failed netdevd.service netdevd.socket
 C systemctl restart netdevd.service
 h_refused() { C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" -p warning | grep -q 'Cannot write the metrics file /var/lib/e2e-textfile/netdevd.prom'; }
 if wait_until 10 h_refused; then
@@ -567,6 +570,7 @@ fi
 C cp /usr/share/doc/netdevd/examples/metrics/netdevd-metrics.conf /etc/systemd/system/netdevd.service.d/metrics.conf
 C sh -c 'printf "[Metrics]\nTextfileDirectory=/run/netdevd-metrics\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
 C systemctl daemon-reload
+C systemctl reset-failed netdevd.service netdevd.socket
 C systemctl restart netdevd.service
 h_after=$(exposure)
 PROM=/run/netdevd-metrics/netdevd.prom
@@ -593,7 +597,9 @@ else
 fi
 C rm -f /etc/systemd/system/netdevd.service.d/metrics.conf /etc/netdevd/netdevd.conf.d/e2e-metrics.conf
 C rmdir /var/lib/e2e-textfile
+[ -n "$made_conf_d" ] && C rmdir /etc/netdevd/netdevd.conf.d
 C systemctl daemon-reload
+C systemctl reset-failed netdevd.service netdevd.socket
 C systemctl start netdevd.service
 
 # ---- j. the journal, uploaded: systemd-journal-upload (the container's, Debian's unit) to systemd-journal-remote ----
