@@ -397,6 +397,8 @@ def main():
     parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-hooks", action="store_true", help="no hook (what netdevd costs without them)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at 1,000 links")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
     parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
@@ -422,6 +424,11 @@ def main():
         os.chmod(hook, 0o755)
     empty_hooks = os.path.join(workdir, "no-hooks.d")
     os.makedirs(empty_hooks)
+    if options.metrics:
+        textfiles = os.path.join(workdir, "textfile")
+        os.makedirs(textfiles)
+        with open(os.path.join(workdir, "netdevd.conf"), "w") as f:
+            f.write(f"[Metrics]\nTextfileDirectory={textfiles}\n")
 
     figures = {}
     stripped = os.path.join(workdir, "netdevd.stripped")
@@ -485,6 +492,22 @@ def main():
                     statistics.median(times) * 1000, 1)
                 figures["netdevctl links at 1,000 links, netdevd CPU per call (ms)"] = round(
                     (cpu_after - cpu_before) * 1000 / 20, 1)
+                if options.metrics:
+                    # The first call after the burst registers what the file's last write did not; then each is a
+                    # pass over the links.
+                    times = []
+                    for _ in range(6):
+                        cpu_before, _ = proc_stat(daemon.pid)
+                        before = time.monotonic()
+                        text = netdevctl(ctl, daemon.socket_path, "metrics")
+                        times.append((time.monotonic() - before, proc_stat(daemon.pid)[0] - cpu_before))
+                    figures["netdevctl metrics at 1,000 links, first call: wall / netdevd CPU (ms)"] = (
+                        round(times[0][0] * 1000, 1), round(times[0][1] * 1000, 1))
+                    figures["netdevctl metrics at 1,000 links, median of 5 more: wall / netdevd CPU (ms)"] = (
+                        round(statistics.median(t[0] for t in times[1:]) * 1000, 1),
+                        round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
+                    figures["metrics text at 1,000 links (bytes, series)"] = (
+                        len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
                 starts = []

@@ -118,9 +118,10 @@ public final class MetricsRecorder: Sendable {
 /// change; the host's online state; devices per subsystem; events, monitor overflows, resyncs, hook runs and
 /// control clients; build information.
 ///
-/// The registry lives as long as the exporter and follows the model at each ``render(_:clients:)``: series of a
-/// link that went away (or was renamed) are unregistered, so none accumulate. Renders are serialised by a
-/// ``Locked``; each costs a pass over the links and devices, so it runs only when a file is due or a client asks.
+/// The registry is made at the first ``render(_:clients:)`` (a netdevd whose metrics nobody reads never runs
+/// swift-prometheus' code) and then follows the model at each: series of a link that went away (or was renamed)
+/// are unregistered, so none accumulate. Renders are serialised by a ``Locked``; each costs a pass over the links
+/// and devices, so it runs only when a file is due or a client asks.
 public final class MetricsExporter: Sendable {
     /// The series of one link.
     private struct LinkSeries {
@@ -132,81 +133,95 @@ public final class MetricsExporter: Sendable {
         var lastChange: Gauge?
     }
 
+    /// The registry and every series in it.
     private struct Series {
+        let registry = PrometheusCollectorRegistry()
+        let events: Counter
+        let resyncs: Counter
+        let dropped: Counter
+        let clients: Gauge
+        let online: [(OnlineState, Gauge)]
+        var overflows: [String: Counter] = [:]
         var links: [Int32: LinkSeries] = [:]
-        var online: [(OnlineState, Gauge)] = []
         var devices: [String: Gauge] = [:]
         var hooks: [String: (started: Counter, failed: Counter)] = [:]
-        var overflows: [String: Counter] = [:]
+
+        init(version: String) {
+            let registry = registry
+            registry.makeGauge(descriptor: Family.buildInfo.descriptor, labels: [("version", version)]).set(to: 1)
+            events = registry.makeCounter(descriptor: Family.events.descriptor)
+            resyncs = registry.makeCounter(descriptor: Family.resyncs.descriptor)
+            dropped = registry.makeCounter(descriptor: Family.dropped.descriptor)
+            clients = registry.makeGauge(descriptor: Family.clients.descriptor)
+            online = OnlineState.allCases.map { state in
+                (state, registry.makeGauge(descriptor: Family.online.descriptor, labels: [("state", state.rawValue)]))
+            }
+            for monitor in MonitorSource.allCases {
+                overflows[monitor.rawValue] = counter(.overflows, [("monitor", monitor.rawValue)])
+            }
+        }
+
+        func gauge(_ family: Family, _ labels: [(String, String)]) -> Gauge {
+            registry.makeGauge(descriptor: family.descriptor, labels: labels)
+        }
+
+        func counter(_ family: Family, _ labels: [(String, String)]) -> Counter {
+            registry.makeCounter(descriptor: family.descriptor, labels: labels)
+        }
     }
 
-    private let registry: PrometheusCollectorRegistry
     private let recorder: MetricsRecorder
-    private let series = Locked(Series())
-    private let events: Counter
-    private let resyncs: Counter
-    private let dropped: Counter
-    private let clients: Gauge
+    private let version: String
+    private let series = Locked<Series?>(nil)
 
     /// An exporter of `recorder`'s counts and the models given to ``render(_:clients:)``; `version` is netdevd's.
     public init(recorder: MetricsRecorder, version: String) {
         self.recorder = recorder
-        let registry = PrometheusCollectorRegistry()
-        self.registry = registry
-        registry.makeGauge(descriptor: Family.buildInfo.descriptor, labels: [("version", version)]).set(to: 1)
-        events = registry.makeCounter(descriptor: Family.events.descriptor)
-        resyncs = registry.makeCounter(descriptor: Family.resyncs.descriptor)
-        dropped = registry.makeCounter(descriptor: Family.dropped.descriptor)
-        clients = registry.makeGauge(descriptor: Family.clients.descriptor)
-        let online = OnlineState.allCases.map { state in
-            (state, registry.makeGauge(descriptor: Family.online.descriptor, labels: [("state", state.rawValue)]))
-        }
-        var overflows: [String: Counter] = [:]
-        for monitor in MonitorSource.allCases {
-            overflows[monitor.rawValue] = registry.makeCounter(
-                descriptor: Family.overflows.descriptor, labels: [("monitor", monitor.rawValue)])
-        }
-        series.withLock { series in
-            series.online = online
-            series.overflows = overflows
-        }
+        self.version = version
     }
 
     /// The text exposition of `model` and the recorder's counts, with `clients` control connections open.
     public func render(_ model: Model, clients connections: Int) -> [UInt8] {
         let counts = recorder.snapshot()
         // Emitted under the same lock: a counter is set by a reset and an increment, which no emit may fall between.
-        return series.withLock { series in
-            Self.set(events, to: recorder.eventCount)
-            Self.set(resyncs, to: model.counters.resyncs)
-            Self.set(dropped, to: model.counters.staleHookRunsDropped)
-            clients.set(to: Double(connections))
-            let online = model.onlineState
-            for (state, gauge) in series.online { gauge.set(to: state == online ? 1 : 0) }
-            for (monitor, count) in counts.overflows {
-                let counter =
-                    series.overflows[monitor]
-                    ?? counter(.overflows, [("monitor", monitor)])
-                series.overflows[monitor] = counter
-                Self.set(counter, to: count)
-            }
-            renderLinks(model, counts, into: &series)
-            renderDevices(model, into: &series)
-            for (name, hook) in counts.hooks {
-                let counters =
-                    series.hooks[name]
-                    ?? (counter(.started, [("hook", name)]), counter(.failed, [("hook", name)]))
-                series.hooks[name] = counters
-                Self.set(counters.started, to: hook.started)
-                Self.set(counters.failed, to: hook.failed)
-            }
-            return registry.emitToBuffer()
+        let events = recorder.eventCount
+        return series.withLock { made in
+            if made == nil { made = Series(version: version) }
+            return Self.render(model, counts, events: events, clients: connections, into: &made!)
         }
     }
 
-    private func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
+    /// Sets every series from `model` and `counts` (in place: the tables are not copied) and emits the text.
+    private static func render(
+        _ model: Model, _ counts: MetricsRecorder.Counts, events: Int, clients: Int, into series: inout Series
+    ) -> [UInt8] {
+        set(series.events, to: events)
+        set(series.resyncs, to: model.counters.resyncs)
+        set(series.dropped, to: model.counters.staleHookRunsDropped)
+        series.clients.set(to: Double(clients))
+        let online = model.onlineState
+        for (state, gauge) in series.online { gauge.set(to: state == online ? 1 : 0) }
+        for (monitor, count) in counts.overflows {
+            let counter = series.overflows[monitor] ?? series.counter(.overflows, [("monitor", monitor)])
+            series.overflows[monitor] = counter
+            set(counter, to: count)
+        }
+        renderLinks(model, counts, into: &series)
+        renderDevices(model, into: &series)
+        for (name, hook) in counts.hooks {
+            let counters =
+                series.hooks[name]
+                ?? (series.counter(.started, [("hook", name)]), series.counter(.failed, [("hook", name)]))
+            series.hooks[name] = counters
+            set(counters.started, to: hook.started)
+            set(counters.failed, to: hook.failed)
+        }
+        return series.registry.emitToBuffer()
+    }
+
+    private static func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
         for (index, link) in series.links where model.links[index]?.name != link.name {
-            unregister(link)
+            unregister(link, from: series.registry)
             series.links[index] = nil
         }
         for (index, link) in model.links {
@@ -216,11 +231,11 @@ public final class MetricsExporter: Sendable {
                 ?? LinkSeries(
                     name: link.name,
                     states: OperationalState.allCases.map { state in
-                        (state, gauge(.linkState, labels + [("state", state.rawValue)]))
+                        (state, series.gauge(.linkState, labels + [("state", state.rawValue)]))
                     },
-                    carrier: gauge(.carrier, labels),
-                    addresses: gauge(.addresses, labels),
-                    stateChanges: counter(.stateChanges, labels),
+                    carrier: series.gauge(.carrier, labels),
+                    addresses: series.gauge(.addresses, labels),
+                    stateChanges: series.counter(.stateChanges, labels),
                     lastChange: nil
                 )
             let state = link.operationalState
@@ -228,9 +243,9 @@ public final class MetricsExporter: Sendable {
             entry.carrier.set(to: link.state.hasLowerUp ? 1 : 0)
             entry.addresses.set(to: Double(link.addresses.count))
             let activity = counts.links[index]
-            Self.set(entry.stateChanges, to: activity?.stateChanges ?? 0)
+            set(entry.stateChanges, to: activity?.stateChanges ?? 0)
             if let activity {
-                let lastChange = entry.lastChange ?? gauge(.lastChange, labels)
+                let lastChange = entry.lastChange ?? series.gauge(.lastChange, labels)
                 lastChange.set(to: activity.lastChange)
                 entry.lastChange = lastChange
             }
@@ -238,7 +253,7 @@ public final class MetricsExporter: Sendable {
         }
     }
 
-    private func renderDevices(_ model: Model, into series: inout Series) {
+    private static func renderDevices(_ model: Model, into series: inout Series) {
         var perSubsystem = model.devices.values.reduce(into: [String: Int]()) { counts, device in
             counts[device.subsystem, default: 0] += 1
         }
@@ -246,17 +261,17 @@ public final class MetricsExporter: Sendable {
             perSubsystem[subsystem] = 0
         }
         for (subsystem, gauge) in series.devices where perSubsystem[subsystem] == nil {
-            registry.unregisterGauge(gauge)
+            series.registry.unregisterGauge(gauge)
             series.devices[subsystem] = nil
         }
         for (subsystem, count) in perSubsystem {
-            let devices = series.devices[subsystem] ?? gauge(.devices, [("subsystem", subsystem)])
+            let devices = series.devices[subsystem] ?? series.gauge(.devices, [("subsystem", subsystem)])
             devices.set(to: Double(count))
             series.devices[subsystem] = devices
         }
     }
 
-    private func unregister(_ link: LinkSeries) {
+    private static func unregister(_ link: LinkSeries, from registry: PrometheusCollectorRegistry) {
         for (_, gauge) in link.states { registry.unregisterGauge(gauge) }
         registry.unregisterGauge(link.carrier)
         registry.unregisterGauge(link.addresses)
@@ -326,17 +341,5 @@ public final class MetricsExporter: Sendable {
                 }
             return MetricNameDescriptor(namespace: "netdevd", metricName: name, unitName: unit, helpText: help)
         }
-    }
-
-    private func gauge(_ family: Family, _ labels: [(String, String)] = []) -> Gauge {
-        labels.isEmpty
-            ? registry.makeGauge(descriptor: family.descriptor)
-            : registry.makeGauge(descriptor: family.descriptor, labels: labels)
-    }
-
-    private func counter(_ family: Family, _ labels: [(String, String)] = []) -> Counter {
-        labels.isEmpty
-            ? registry.makeCounter(descriptor: family.descriptor)
-            : registry.makeCounter(descriptor: family.descriptor, labels: labels)
     }
 }
