@@ -23,7 +23,8 @@
 #      drop-in (/run/netdevd-metrics) netdevd.prom appears (0644), follows a veth, matches `netdevctl metrics`,
 #      the exposure does not change, and a stop removes it
 #   j. journal upload: systemd-journal-upload in the container sends netdevd's entries to systemd-journal-remote
-#      (the host's, on the container's loopback); the remote journal has a link's entry with every field intact
+#      (the host's, on the container's loopback; installed on the host if missing); the remote journal has a
+#      link's entry with every field intact
 #   n. noise: no line an operator cannot act on (libdispatch's thread priority, an unreadable sysctl) at any start
 #   g. stop and purge: stopping is clean (Result=success, no SIGKILL); `apt-get purge` leaves nothing behind
 #      (a listing of / before installing and after purging is compared; no user, unit, /etc/netdevd, /run/netdevd)
@@ -580,7 +581,7 @@ h_has() { C grep -q "$1" "$PROM" 2>/dev/null; }
 h_seen=no; wait_until 10 h_has 'netdevd_link_operational_state{link="e2em0",state="off"} 1' && h_seen=$(since "$t")
 nsenter -t "$L" -n ip link del e2em0
 t=$(now)
-h_gone=no; wait_until 10 eval '! h_has "link=\"e2em0\""' && h_gone=$(since "$t")
+h_gone=no; wait_until 10 eval 'C test -f "$PROM" && ! h_has "link=\"e2em0\""' && h_gone=$(since "$t")
 h_mode=$(C stat -c '%a %u' "$PROM" 2>/dev/null)
 h_uid=$(C awk '/^Uid:/ { print $2 }' "/proc/$(prop netdevd.service MainPID)/status" 2>/dev/null)
 h_families=$(C netdevctl metrics 2>/dev/null | grep -c '^# TYPE netdevd_')
@@ -590,7 +591,7 @@ h_stopped=$(C sh -c 'test -e /run/netdevd-metrics && echo present || echo gone')
 if [ "$h_seen" != no ] && [ "$h_gone" != no ] && [ "$h_mode" = "644 $h_uid" ] && [ "${h_families:-0}" -ge 10 ] \
     && [ "${h_file_families:-0}" -ge 10 ] && [ -n "$h_after" ] && [ "$h_after" = "$h_before" ] \
     && awk -v e="$h_after" 'BEGIN { exit !(e <= 2.0) }' && [ "$h_stopped" = gone ]; then
-    pass "h. metrics: $PROM (mode and uid $h_mode: netdevd's) had e2em0 after $h_seen s, lost it $h_gone s after its deletion; $h_families families from netdevctl metrics, $h_file_families in the file; exposure $h_before without the drop-in, $h_after with it; the stop removed /run/netdevd-metrics"
+    pass "h. metrics: $PROM (mode and uid $h_mode: netdevd's) had e2em0 after $h_seen s, lost it $h_gone s after its deletion; $h_families families from netdevctl metrics, $h_file_families in the file; exposure $h_before without the drop-in, $h_after with it; at the stop systemd removed /run/netdevd-metrics"
 else
     fail "h. metrics: seen $h_seen, gone $h_gone, mode '$h_mode' (netdevd uid $h_uid), families $h_families/$h_file_families, exposure '$h_before' -> '$h_after', after stop $h_stopped"
     C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" | tail -n 20 | indent

@@ -256,7 +256,10 @@ private struct Builder {
             guard !value.split(separator: "/").contains(where: { $0 == "." || $0 == ".." }) else {
                 return "TextfileDirectory='\(value)' must not contain '.' or '..'"
             }
-            configuration.metricsTextfileDirectory = value
+            // One spelling per directory (`/run/x/` is `/run/x`), so a reload that only adds a slash moves nothing.
+            var directory = Substring(value)
+            while directory.count > 1 && directory.hasSuffix("/") { directory = directory.dropLast() }
+            configuration.metricsTextfileDirectory = String(directory)
         default:
             return "unknown key '\(key)'"
         }

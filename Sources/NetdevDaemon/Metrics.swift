@@ -125,7 +125,6 @@ public final class MetricsRecorder: Sendable {
 public final class MetricsExporter: Sendable {
     /// The series of one link.
     private struct LinkSeries {
-        var name: String
         var states: [(OperationalState, Gauge)]
         var carrier: Gauge
         var addresses: Gauge
@@ -142,7 +141,9 @@ public final class MetricsExporter: Sendable {
         let clients: Gauge
         let online: [(OnlineState, Gauge)]
         var overflows: [String: Counter] = [:]
-        var links: [Int32: LinkSeries] = [:]
+        /// By name, the series' label: two links never share a series, even in the moment a model holds two
+        /// links of one name (a rename racing a new link).
+        var links: [String: LinkSeries] = [:]
         var devices: [String: Gauge] = [:]
         var hooks: [String: (started: Counter, failed: Counter)] = [:]
 
@@ -182,10 +183,11 @@ public final class MetricsExporter: Sendable {
 
     /// The text exposition of `model` and the recorder's counts, with `clients` control connections open.
     public func render(_ model: Model, clients connections: Int) -> [UInt8] {
-        let counts = recorder.snapshot()
         // Emitted under the same lock: a counter is set by a reset and an increment, which no emit may fall between.
-        let events = recorder.eventCount
-        return series.withLock { made in
+        series.withLock { made in
+            // Counts taken under the lock too: of two renders at once, the later never publishes older counts.
+            let counts = recorder.snapshot()
+            let events = recorder.eventCount
             if made == nil { made = Series(version: version) }
             return Self.render(model, counts, events: events, clients: connections, into: &made!)
         }
@@ -220,16 +222,20 @@ public final class MetricsExporter: Sendable {
     }
 
     private static func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
-        for (index, link) in series.links where model.links[index]?.name != link.name {
-            unregister(link, from: series.registry)
-            series.links[index] = nil
+        // The lowest index of each name: the series' link.
+        var named: [String: Link] = [:]
+        for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
+            named[link.name] = link
         }
-        for (index, link) in model.links {
-            let labels = [("link", link.name)]
+        for (name, link) in series.links where named[name] == nil {
+            unregister(link, from: series.registry)
+            series.links[name] = nil
+        }
+        for (name, link) in named {
+            let labels = [("link", name)]
             var entry =
-                series.links[index]
+                series.links[name]
                 ?? LinkSeries(
-                    name: link.name,
                     states: OperationalState.allCases.map { state in
                         (state, series.gauge(.linkState, labels + [("state", state.rawValue)]))
                     },
@@ -242,14 +248,15 @@ public final class MetricsExporter: Sendable {
             for (candidate, gauge) in entry.states { gauge.set(to: candidate == state ? 1 : 0) }
             entry.carrier.set(to: link.state.hasLowerUp ? 1 : 0)
             entry.addresses.set(to: Double(link.addresses.count))
-            let activity = counts.links[index]
-            set(entry.stateChanges, to: activity?.stateChanges ?? 0)
-            if let activity {
+            // A link the counts do not know (yet, or any more: a model older than the counts) keeps what its series
+            // said; a new one starts at 0.
+            if let activity = counts.links[link.index] {
+                set(entry.stateChanges, to: activity.stateChanges)
                 let lastChange = entry.lastChange ?? series.gauge(.lastChange, labels)
                 lastChange.set(to: activity.lastChange)
                 entry.lastChange = lastChange
             }
-            series.links[index] = entry
+            series.links[name] = entry
         }
     }
 

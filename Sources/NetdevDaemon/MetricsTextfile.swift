@@ -1,3 +1,4 @@
+internal import CLinux
 import Dispatch
 import Locking
 public import MobiusCore
@@ -12,10 +13,13 @@ import Glibc
 /// one), readable by all (node_exporter runs as its own user).
 ///
 /// Written when something changed (the model's change sequence, a hook's counts), at most once a second: a burst
-/// of changes is one write, the next a second after it. Nothing is rendered or scheduled while the directory is
-/// unset, and an idle netdevd writes nothing. A write that fails is logged once per distinct reason (and once when
-/// writing works again); netdevd goes on. A directory changed by a reload takes the file along (the old one is
-/// removed), and a stop removes it, so node_exporter never reports a stopped netdevd's last state as current.
+/// of changes is one write, the next a second after it (counts that change with every event, such as the events
+/// taken, are as of the last write). Nothing is rendered or scheduled while the directory is unset, and an idle
+/// netdevd writes nothing. A write that fails is logged once per distinct reason (and once when writing works
+/// again) and tried again after 5 s, then less often, up to a minute apart; netdevd goes on. A directory changed
+/// by a reload takes the file along (the old one is removed), and a clean stop removes it, so node_exporter does
+/// not report a stopped netdevd's last state as current (a netdevd killed outright leaves it, unless systemd
+/// removes its runtime directory: `node_textfile_mtime_seconds` shows its age).
 ///
 /// Its state is behind a ``Locked``; writes happen on a serial queue of its own.
 public final class MetricsTextfile: Sendable {
@@ -34,6 +38,8 @@ public final class MetricsTextfile: Sendable {
         var written: String?
         /// The reason of the failure logged last; `nil` while writes succeed.
         var failing: String?
+        /// How long until the next try after a failed write (nanoseconds): 5 s, doubling up to a minute.
+        var retryNanoseconds: UInt64 = 0
         var stopped = false
     }
 
@@ -64,24 +70,27 @@ public final class MetricsTextfile: Sendable {
     }
 
     /// What the view does with each model: notes a change (a new change sequence or directory) and queues a write
-    /// for it; removes the file from a directory a reload left.
+    /// for it; removes the file from a directory a reload left. Models from before the first enumeration finished
+    /// (no links yet, so "offline") are not written.
     public func accept(_ model: Model) {
+        guard model.phase != .starting && model.phase != .enumerating else { return }
         let directory = model.configuration.metricsTextfileDirectory
-        let stale = state.withLock { state -> String? in
-            guard !state.stopped, directory != nil || state.directory != nil else { return nil }
-            guard model.changeSequence != state.sequence || directory != state.directory else { return nil }
+        state.withLock { state in
+            guard !state.stopped, directory != nil || state.directory != nil else { return }
+            guard model.changeSequence != state.sequence || directory != state.directory else { return }
             state.sequence = model.changeSequence
-            var stale: String?
             if directory != state.directory {
-                stale = state.written
+                // On the writes' queue, so it cannot overtake a write to the new directory (the same directory
+                // under another name, say).
+                if let stale = state.written { queue.async { Self.remove(stale) } }
                 state.written = nil
+                state.failing = nil
+                state.retryNanoseconds = 0
                 state.directory = directory
             }
             state.latest = directory == nil ? nil : model
             if directory != nil { schedule(&state) }
-            return stale
         }
-        if let stale { Self.remove(stale) }
     }
 
     /// Writes again soon: a count the model does not show changed.
@@ -92,14 +101,14 @@ public final class MetricsTextfile: Sendable {
         }
     }
 
-    /// Queues a write unless one is queued: now, or a second after the last one began.
+    /// Queues a write unless one is queued: now, or a second after the last one began (after a failure, when the
+    /// next try is due).
     private func schedule(_ state: inout State) {
         guard !state.scheduled else { return }
         state.scheduled = true
         let now = Self.monotonicNanoseconds()
-        let delay = state.lastWrite.map { last in
-            last + intervalNanoseconds > now ? last + intervalNanoseconds - now : 0
-        }
+        let wait = max(intervalNanoseconds, state.retryNanoseconds)
+        let delay = state.lastWrite.map { last in last + wait > now ? last + wait - now : 0 }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay ?? 0))) { [weak self] in self?.write() }
     }
 
@@ -121,10 +130,16 @@ public final class MetricsTextfile: Sendable {
                 return nil
             }
             if let problem {
+                // Tried again later without a change (the directory may be created meanwhile), less often each time.
+                state.retryNanoseconds = min(max(state.retryNanoseconds * 2, 5_000_000_000), 60_000_000_000)
+                schedule(&state)
                 defer { state.failing = problem }
-                return state.failing == problem ? nil : (4, "Cannot write the metrics file \(path): \(problem)")
+                return state.failing == problem
+                    ? nil
+                    : (4, "Cannot write the metrics file \(path): \(problem); trying again every minute at most")
             }
             state.written = path
+            state.retryNanoseconds = 0
             defer { state.failing = nil }
             return state.failing == nil ? nil : (5, "The metrics file \(path) is written again")
         }
@@ -146,11 +161,13 @@ public final class MetricsTextfile: Sendable {
         unlink(path)
     }
 
-    /// Writes `bytes` to a temporary file beside `path` (mode 0644) and renames it to `path`; what went wrong, in
-    /// words an operator can act on, or `nil`.
+    /// Writes `bytes` to a new temporary file beside `path` (a unique name made with O_EXCL, so no file or link
+    /// someone else left there is written through; mode 0644) and renames it to `path`; what went wrong, in words
+    /// an operator can act on, or `nil`.
     static func replace(_ path: String, with bytes: [UInt8]) -> String? {
-        let temporary = Daemon.directory(of: path) + "/.netdevd.prom.tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        var template = Array((Daemon.directory(of: path) + "/.netdevd.prom.XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard fd >= 0 else { return explain(errno, creating: temporary) }
         var problem: String?
         // fchmod: the mode of a file left by an earlier run, and whatever the umask took away.
@@ -163,6 +180,8 @@ public final class MetricsTextfile: Sendable {
             if written < 0 {
                 if errno == EINTR { continue }
                 problem = explain(errno, creating: temporary)
+            } else if written == 0 {
+                problem = "the file system took no bytes (\(temporary))"
             } else {
                 offset += written
             }

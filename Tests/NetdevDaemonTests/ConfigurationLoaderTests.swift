@@ -57,6 +57,11 @@ struct ConfigurationLoaderTests {
             return
         }
         #expect(set.metricsTextfileDirectory == "/var/lib/node exp")
+        if case .loaded(let slashed, _) = ConfigurationLoader.parse("[Metrics]\nTextfileDirectory=/run/x//") {
+            #expect(slashed.metricsTextfileDirectory == "/run/x")
+        } else {
+            Issue.record("expected /run/x// to load")
+        }
         #expect(reset.metricsTextfileDirectory == nil)
         #expect(Configuration().metricsTextfileDirectory == nil)
         guard

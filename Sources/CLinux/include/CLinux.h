@@ -10,7 +10,8 @@
 //   descriptors and nothing netdevd inherited without close-on-exec;
 // - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
 //   creation;
-// - memfd_create(2), _GNU_SOURCE only too: a journal entry too large for a datagram goes to journald in a sealed memfd.
+// - memfd_create(2), _GNU_SOURCE only too: a journal entry too large for a datagram goes to journald in a sealed memfd;
+// - mkostemp(3), _GNU_SOURCE only as well: the metrics file's temporary name, new and close-on-exec from creation.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
@@ -21,6 +22,7 @@
 
 extern int pipe2(int pipefd[2], int flags);
 extern int memfd_create(const char *name, unsigned int flags);
+extern int mkostemp(char *template, int flags);
 
 // libdispatch's main queue, served by a thread's own event loop as CoreFoundation's run loop serves it on Linux:
 // the eventfd that becomes readable when the main queue has work, and the call that runs that work (on the main
