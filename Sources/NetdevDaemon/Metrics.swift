@@ -39,7 +39,13 @@ public final class MetricsRecorder: Sendable {
     private let events = Atomic<Int>(0)
     private let clock: @Sendable () -> Double
     /// Told when something the model does not show changed (a hook's counts), so a metrics file is written again.
-    private let changed = Locked<(@Sendable () -> Void)?>(nil)
+    /// In a struct: a bare closure kept in a generic ``Locked`` would gain a reabstraction thunk at every access
+    /// (see ``VarlinkReplier``'s state).
+    private struct ChangeHandler {
+        var body: (@Sendable () -> Void)?
+    }
+
+    private let changed = Locked(ChangeHandler())
 
     /// A recorder; `clock` gives the Unix time in seconds (the real-time clock unless a test sets one).
     public init(clock: @escaping @Sendable () -> Double = MetricsRecorder.unixTime) {
@@ -99,12 +105,12 @@ public final class MetricsRecorder: Sendable {
                 counts.hooks[outcome.name] = hook
             }
         }
-        changed.withLock { $0 }?()
+        changed.withLock { $0.body }?()
     }
 
     /// Calls `body` when a count the model does not show changes.
     func onChange(_ body: @escaping @Sendable () -> Void) {
-        changed.withLock { $0 = body }
+        changed.withLock { $0.body = body }
     }
 
     /// The counts now.

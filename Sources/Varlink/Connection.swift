@@ -13,8 +13,17 @@ public final class VarlinkReplier: Sendable {
     /// Takes each reply message (NUL-terminated) and whether more follow: to a connection, or to an in-process
     /// caller (``VarlinkServer/answer(_:from:replies:)``).
     private let deliver: @Sendable (VarlinkReplier, _ message: [UInt8], _ continues: Bool) -> Void
-    private let state = Locked<(finished: Bool, cancelled: Bool, onCancel: (@Sendable () -> Void)?)>(
-        (false, false, nil))
+    /// A struct, not a tuple: a tuple (or a bare closure) kept in a generic ``Locked`` is stored at the generic
+    /// parameter's abstraction, so every `withLock` would wrap the closure in two more reabstraction thunks on its
+    /// way in and out: a monitor's replier, locked once per reply, grew a chain of them (about 120 bytes a reply)
+    /// that overflowed the stack when the handler finally ran.
+    private struct State {
+        var finished = false
+        var cancelled = false
+        var onCancel: (@Sendable () -> Void)?
+    }
+
+    private let state = Locked(State())
     /// The call being answered.
     public let call: VarlinkCall
 
