@@ -10,11 +10,17 @@ public enum MobiusHooks {
     /// Receives the message and the call site of a misuse; never returns.
     public typealias ErrorHandler = @Sendable (String, StaticString, UInt) -> Never
 
-    private static let handler = Locked<ErrorHandler>({ defaultErrorHandler($0, file: $1, line: $2) })
+    /// In a struct: a bare closure kept in a generic `Locked` gains a reabstraction thunk at every access, and a
+    /// process that read the handler a million times would call it through a million of them.
+    private struct Handler {
+        var body: ErrorHandler
+    }
+
+    private static let handler = Locked(Handler(body: { defaultErrorHandler($0, file: $1, line: $2) }))
 
     /// Replaces the error handler for the whole process.
     public static func setErrorHandler(_ errorHandler: @escaping ErrorHandler) {
-        handler.withLock { $0 = errorHandler }
+        handler.withLock { $0.body = errorHandler }
     }
 
     /// Restores the handler that stops the process.
@@ -24,7 +30,7 @@ public enum MobiusHooks {
 
     /// The current handler; call it as `MobiusHooks.errorHandler(message, #file, #line)`.
     public static var errorHandler: ErrorHandler {
-        handler.withLock { $0 }
+        handler.withLock { $0.body }
     }
 
     /// The default handler: stops the process with `message`, naming `file` and `line`.
