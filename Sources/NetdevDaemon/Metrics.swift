@@ -224,7 +224,10 @@ public final class MetricsExporter: Sendable {
             set(counters.started, to: hook.started)
             set(counters.failed, to: hook.failed)
         }
-        return series.registry.emitToBuffer()
+        // Into a buffer of its own: the registry's emitToBuffer() keeps its buffer (600 KB at 1,000 links) for good.
+        var text: [UInt8] = []
+        series.registry.emit(into: &text)
+        return text
     }
 
     private static func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
