@@ -303,7 +303,9 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
 final class MethodsFixture: Sendable {
     static let shared = MethodsFixture()
 
-    let service = ControlService()
+    /// GetMetrics renders the fixture's model through a real exporter.
+    static let exporter = MetricsExporter(recorder: MetricsRecorder(), version: "0")
+    let service = ControlService(metrics: { model in MethodsFixture.exporter.render(model, clients: 0) })
     let server: VarlinkServer
     let view: MobiusCore.Connection<Model>
 

@@ -29,6 +29,9 @@ public struct HookFile: Sendable, Equatable {
 /// every hook's group as netdevd exits. Only
 /// files owned by root and not writable by group or others run; the others are refused with the reason.
 public final class HookRunner: Sendable {
+    /// The reason of a hook that was not started because its run was cancelled (not a failure).
+    static let cancelledReason = "cancelled"
+
     /// Finds the hooks before every run.
     private let discovery: HookDiscovery
     /// How much of a hook's output is kept, from the end.
@@ -195,7 +198,9 @@ private final class RunExecution: @unchecked Sendable {
             let hook = hooks[next]
             next += 1
             if cancelled {
-                outcomes.append(HookOutcome(name: hook.name, status: .notStarted("cancelled"), durationMilliseconds: 0))
+                outcomes.append(
+                    HookOutcome(
+                        name: hook.name, status: .notStarted(HookRunner.cancelledReason), durationMilliseconds: 0))
                 continue
             }
             if let refusal = hook.refusal {

@@ -98,7 +98,7 @@ public final class MetricsRecorder: Sendable {
     public func note(_ result: HookRunResult) {
         counts.withLock { counts in
             for outcome in result.hooks {
-                if case .notStarted(let reason) = outcome.status, reason == "cancelled" { continue }
+                if case .notStarted(let reason) = outcome.status, reason == HookRunner.cancelledReason { continue }
                 var hook = counts.hooks[outcome.name, default: HookCounts()]
                 if case .notStarted = outcome.status {} else { hook.started += 1 }
                 if outcome.status != .exited(0) { hook.failed += 1 }
