@@ -144,18 +144,18 @@ public final class Daemon: Sendable {
         // The monitors read on the loop queue: what they report goes through the journal's queue, never a
         // blocking send from the loop.
         let maximumPriority = options.maximumPriority
-        let problem: SourceProblem = { text in
-            if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
-        }
-        let trim = MemoryTrim(queue: loopQueue)
-        let devices = DeviceEventSource(
-            monitor: monitor, follow: options.udevSource == .auto, udevdRunning: udevd == .running, queue: loopQueue,
-            trim: trim, problem: problem
-        ) { priority, text in
+        /// An entry through the journal's queue, if its priority is written at all: for everything that reports
+        /// from a queue that must not block (the loop's, the server's, the metrics writer's).
+        let queued: @Sendable (JournalPriority, String) -> Void = { priority, text in
             if priority.rawValue <= maximumPriority {
                 journalQueue.append(JournalEntry(message: text, priority: priority))
             }
         }
+        let problem: SourceProblem = { text in queued(.warning, text) }
+        let trim = MemoryTrim(queue: loopQueue)
+        let devices = DeviceEventSource(
+            monitor: monitor, follow: options.udevSource == .auto, udevdRunning: udevd == .running, queue: loopQueue,
+            trim: trim, problem: problem, say: queued)
         var sources = CompositeEventSourceBuilder<Event>()
             // Read on the loop's queue: reading is quick and non-blocking, and an event read there reaches update
             // without waking another thread.
@@ -203,13 +203,11 @@ public final class Daemon: Sendable {
         let server = Locked<VarlinkServer?>(nil)
         let clients: @Sendable () -> Int = { server.withLock { $0?.connectionCount } ?? 0 }
         let control = ControlService(metrics: { model in exporter.render(model, clients: clients()) }) { text in
-            if maximumPriority >= 4 { journalQueue.append(JournalEntry(message: text, priority: .warning)) }
+            queued(.warning, text)
         }
         controller.connectView(control.view)
         let textfile = MetricsTextfile(exporter: exporter, clients: clients) { priority, text in
-            if priority <= maximumPriority {
-                journalQueue.append(JournalEntry(message: text, priority: JournalPriority(rawValue: priority) ?? .info))
-            }
+            queued(JournalPriority(rawValue: priority) ?? .info, text)
         }
         recorder.onChange { textfile.poke() }
         controller.connectView(textfile.view)
@@ -220,9 +218,7 @@ public final class Daemon: Sendable {
                 case .warning: .warning
                 case .info: .info
                 }
-            if priority.rawValue <= maximumPriority {
-                journalQueue.append(JournalEntry(message: notice.message, priority: priority))
-            }
+            queued(priority, notice.message)
         }
         server.withLock { $0 = started }
         controller.start()
@@ -247,11 +243,12 @@ public final class Daemon: Sendable {
         // The last journal entries ("netdevd stopped") and STOPPING=1 were queued on queues of their own before the
         // exit effect: let them out now, while the effect handlers are still connected (stopping the controller
         // disconnects them, and work still queued is then dropped).
+        // A stopped netdevd's last state must not go on being reported as current; before the drain, so what the
+        // removal has to say reaches the journal.
+        textfile.stop()
         effects.drain()
         started?.stop()
         controller.stop()
-        // A stopped netdevd's last state must not go on being reported as current.
-        textfile.stop()
         if loopOnMainThread { Poller.drainMainQueue() }
         timers.cancelAll()
         // Hooks the stop timeout cut short got SIGKILL already; leftovers of hooks within their grace get it now.

@@ -82,7 +82,7 @@ public final class MetricsTextfile: Sendable {
             if directory != state.directory {
                 // On the writes' queue, so it cannot overtake a write to the new directory (the same directory
                 // under another name, say).
-                if let stale = state.written { queue.async { Self.remove(stale) } }
+                if let stale = state.written { queue.async { [self] in remove(stale) } }
                 state.written = nil
                 state.failing = nil
                 state.retryNanoseconds = 0
@@ -106,7 +106,7 @@ public final class MetricsTextfile: Sendable {
     private func schedule(_ state: inout State) {
         guard !state.scheduled else { return }
         state.scheduled = true
-        let now = Self.monotonicNanoseconds()
+        let now = PollerTimer.now()
         let wait = max(intervalNanoseconds, state.retryNanoseconds)
         let delay = state.lastWrite.map { last in last + wait > now ? last + wait - now : 0 }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay ?? 0))) { [weak self] in self?.write() }
@@ -116,7 +116,7 @@ public final class MetricsTextfile: Sendable {
         let job = state.withLock { state -> (Model, String)? in
             state.scheduled = false
             guard !state.stopped, let model = state.latest, let directory = state.directory else { return nil }
-            state.lastWrite = Self.monotonicNanoseconds()
+            state.lastWrite = PollerTimer.now()
             return (model, directory)
         }
         guard let (model, directory) = job else { return }
@@ -126,8 +126,7 @@ public final class MetricsTextfile: Sendable {
         let notice = state.withLock { state -> (Int, String)? in
             guard state.directory == directory, !state.stopped else {
                 // Stopped or moved while writing: the file just written is not wanted.
-                if problem == nil { Self.remove(path) }
-                return nil
+                return problem == nil ? Self.removal(path).map { (4, $0) } : nil
             }
             if let problem {
                 // Tried again later without a change (the directory may be created meanwhile), less often each time.
@@ -154,11 +153,19 @@ public final class MetricsTextfile: Sendable {
             return state.written
         }
         queue.sync {}
-        if let written { Self.remove(written) }
+        if let written { remove(written) }
     }
 
-    private static func remove(_ path: String) {
-        unlink(path)
+    /// Removes a file netdevd wrote; a failure other than its being gone already is logged (the stale file would
+    /// go on being read as current).
+    private func remove(_ path: String) {
+        if let problem = Self.removal(path) { log(4, problem) }
+    }
+
+    private static func removal(_ path: String) -> String? {
+        guard unlink(path) != 0, errno != ENOENT else { return nil }
+        return "Cannot remove the metrics file \(path): \(String(cString: strerror(errno))); node_exporter goes on "
+            + "reading it as current until it is removed"
     }
 
     /// Writes `bytes` to a new temporary file beside `path` (a unique name made with O_EXCL, so no file or link
@@ -170,7 +177,7 @@ public final class MetricsTextfile: Sendable {
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard fd >= 0 else { return explain(errno, creating: temporary) }
         var problem: String?
-        // fchmod: the mode of a file left by an earlier run, and whatever the umask took away.
+        // mkostemp makes it 0600; node_exporter runs as a user of its own.
         if fchmod(fd, 0o644) != 0 { problem = explain(errno, creating: temporary) }
         var offset = 0
         while problem == nil && offset < bytes.count {
@@ -204,11 +211,5 @@ public final class MetricsTextfile: Sendable {
         default:
             return "\(reason) (\(path))"
         }
-    }
-
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

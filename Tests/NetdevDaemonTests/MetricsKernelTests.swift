@@ -103,6 +103,7 @@ struct MetricsKernelTests {
                 "--config.file=\(work)/prometheus.yml", "--storage.tsdb.path=\(work)/data",
                 "--web.listen-address=127.0.0.1:19090",
             ], log: work + "/prometheus.log")
+        // Both live until the test ends (Swift may release a local after its last use, which would stop the server).
         defer { _ = (exporter, prometheus) }
         func value(_ expression: String) -> Double? {
             (try? prometheusQuery(expression, port: 19090))?.first?.value
