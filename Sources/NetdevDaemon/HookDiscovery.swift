@@ -196,8 +196,8 @@ final class HookDiscovery: Sendable {
     }
 
     /// Why the file at `path` must not run (not a regular file, not root's, writable by group or others, not
-    /// executable, or in a directory that someone other than root could change), or `nil` when it may. Symlinks
-    /// are followed: the file they name is what runs, so its directory is examined too.
+    /// executable, or reached through a directory that someone other than root could change), or `nil` when it
+    /// may. Symlinks are followed: the file they name is what runs.
     static func refusal(_ path: String) -> String? {
         var status = stat()
         guard stat(path, &status) == 0 else { return "cannot be examined: \(String(cString: strerror(errno)))" }
@@ -205,30 +205,70 @@ final class HookDiscovery: Sendable {
         guard status.st_uid == 0 else { return "is owned by uid \(status.st_uid), not root" }
         guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 else { return "is writable by group or others" }
         guard status.st_mode & S_IXUSR != 0 else { return "is not executable" }
-        // Whoever may write a directory may replace the hook in it: the directory listed, the target's, and
-        // every directory above them (a sticky one, such as /tmp, lets no one replace another's entry).
-        guard let resolved = realpath(path, nil) else {
-            return "cannot be resolved: \(String(cString: strerror(errno)))"
-        }
-        let target = String(cString: resolved)
-        free(resolved)
-        var checked: Set<String> = []
-        for start in [parent(of: path), parent(of: target)] {
-            var directory = start
-            while checked.insert(directory).inserted {
-                guard stat(directory, &status) == 0 else {
-                    return "is in \(directory), which cannot be examined: \(String(cString: strerror(errno)))"
-                }
+        return pathRefusal(path)
+    }
+
+    /// The most symlinks followed on the way to a hook (the kernel's own limit, as `ELOOP` counts them).
+    static let symlinkLimit = 40
+
+    /// Why someone other than root could make `path` name another file, or `nil`: whoever may write a directory
+    /// may replace any entry in it, so every directory in which a name on the way is looked up must be root's and
+    /// not writable by group or others (a sticky one, such as /tmp, lets no one replace another's entry; a symlink
+    /// in it must then be root's too). `path` is walked as the kernel resolves it, one name at a time, following
+    /// every symlink, in the hook's path, in a link's text or in a directory on the way, so each link of a chain
+    /// (hook -> /opt/a/link -> /usr/lib/x/file) has its own directory examined.
+    static func pathRefusal(_ path: String) -> String? {
+        var pending = Array(path.split(separator: "/").reversed())
+        var directory = path.hasPrefix("/") ? "/" : currentDirectory()
+        var examined: Set<String> = []
+        var followed = 0
+        while let name = pending.popLast() {
+            if name == "." { continue }
+            if name == ".." {
+                directory = parent(of: directory)
+                continue
+            }
+            var status = stat()
+            guard stat(directory, &status) == 0 else {
+                return "is in \(directory), which cannot be examined: \(String(cString: strerror(errno)))"
+            }
+            if examined.insert(directory).inserted {
                 guard status.st_uid == 0 else {
                     return "is in \(directory), owned by uid \(status.st_uid), not root"
                 }
                 guard status.st_mode & (S_IWGRP | S_IWOTH) == 0 || status.st_mode & S_ISVTX != 0 else {
                     return "is in \(directory), which is writable by group or others"
                 }
-                directory = parent(of: directory)
             }
+            let sticky = status.st_mode & S_ISVTX != 0
+            let entry = directory == "/" ? "/" + name : directory + "/" + name
+            guard lstat(entry, &status) == 0 else {
+                return "is reached through \(entry), which cannot be examined: \(String(cString: strerror(errno)))"
+            }
+            guard (status.st_mode & S_IFMT) == S_IFLNK else {
+                directory = entry
+                continue
+            }
+            followed += 1
+            guard followed <= symlinkLimit else { return "is reached through more than \(symlinkLimit) symlinks" }
+            guard !sticky || status.st_uid == 0 else {
+                return "is reached through \(entry), a symlink owned by uid \(status.st_uid) in a directory others "
+                    + "may write"
+            }
+            guard let text = linkText(entry) else {
+                return "is reached through \(entry), which cannot be read: \(String(cString: strerror(errno)))"
+            }
+            if text.hasPrefix("/") { directory = "/" }
+            pending.append(contentsOf: text.split(separator: "/").reversed())
         }
         return nil
+    }
+
+    /// The working directory, for a relative hook path (the configuration's are absolute).
+    private static func currentDirectory() -> String {
+        guard let buffer = getcwd(nil, 0) else { return "." }
+        defer { free(buffer) }
+        return String(cString: buffer)
     }
 
     /// The directory part of `path` (`/` for a file at the root, `.` for a bare name).
