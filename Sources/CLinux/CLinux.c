@@ -1,2 +1,109 @@
-// CLinux has no code of its own: it exports declarations of the C library (include/CLinux.h).
+// CLinux exports declarations of the C library (include/CLinux.h), and the one thing netdevd must do in C: start a
+// hook process (netdevd_spawn), whose child runs on borrowed memory where Swift cannot run.
+#define _GNU_SOURCE
 #include "CLinux.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+/// What the child needs, in the parent's memory (the child shares it until it execs).
+struct spawn_request {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    int output;
+    /// Set by the child when it cannot exec: the parent reads it once the child has exec-ed or exited.
+    volatile int error;
+};
+
+/// Moves `descriptor` to 3 or above (without close-on-exec) when it is one of the standard three, so that setting
+/// up 0, 1 and 2 cannot close it first.
+static int above_standard(int descriptor) {
+    return descriptor > 2 ? descriptor : fcntl(descriptor, F_DUPFD, 3);
+}
+
+/// The child, from clone() to execve(). It shares netdevd's memory and runs with every signal blocked (the mask is
+/// inherited from the parent), so it calls only system call wrappers: no malloc, no locks, no Swift.
+static int spawn_child(void *opaque) {
+    struct spawn_request *request = opaque;
+    // A handler of netdevd's must not run here, on memory netdevd uses: every caught signal goes back to its
+    // default before anything is unblocked. The ones netdevd ignores or handles that a hook expects at their
+    // default (SIGPIPE, and the stop and reload signals) are reset too; an ignored signal would stay ignored
+    // across exec.
+    for (int number = 1; number < _NSIG; number++) {
+        struct sigaction action;
+        if (sigaction(number, NULL, &action) != 0) continue;  // glibc's own (32, 33), or out of range
+        int standard = number == SIGTERM || number == SIGINT || number == SIGHUP || number == SIGPIPE;
+        if (standard || (action.sa_handler != SIG_IGN && action.sa_handler != SIG_DFL)) {
+            memset(&action, 0, sizeof action);
+            action.sa_handler = SIG_DFL;
+            sigaction(number, &action, NULL);
+        }
+    }
+    // Its own process group, so that netdevd can signal whatever the hook leaves behind.
+    if (setpgid(0, 0) != 0) goto failed;
+    int output = above_standard(request->output);
+    int input = open("/dev/null", O_RDONLY);
+    if (output < 0 || input < 0) goto failed;
+    input = above_standard(input);
+    if (input < 0 || dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0) goto failed;
+    // Nothing else reaches the hook, not even descriptors netdevd inherited without close-on-exec.
+    if (syscall(SYS_close_range, 3, ~0U, 0) != 0) {
+        long last = sysconf(_SC_OPEN_MAX);
+        for (long descriptor = 3; descriptor < (last > 0 ? last : 1024); descriptor++) close((int)descriptor);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(request->path, request->argv, request->envp);
+failed:
+    request->error = errno;
+    _exit(127);
+}
+
+int netdevd_spawn(
+    const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd) {
+    // One child stack, reused: the parent is suspended until its child has exec-ed (CLONE_VFORK), so one at a time
+    // is all it takes, and a spawn costs no mmap/munmap (an munmap in a threaded process shoots down every CPU's TLB).
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char stack[64 * 1024] __attribute__((aligned(64)));
+    struct spawn_request request = {path, argv, envp, output, 0};
+    int saved = errno;
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_mutex_lock(&lock);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    *pidfd = -1;
+    // CLONE_PIDFD: the exit is watched through a pidfd made with the process, one system call fewer than
+    // pidfd_open. A kernel before 5.2 refuses the flag; the caller then opens one itself or polls.
+    pid_t child = clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &request,
+                        pidfd);
+    if (child < 0 && errno == EINVAL) {
+        *pidfd = -1;
+        child = clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &request);
+    }
+    int failure = child < 0 ? errno : request.error;
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    pthread_mutex_unlock(&lock);
+    if (child >= 0 && failure != 0) {
+        // The child could not exec and has exited: reap it, so no zombie is left.
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+        if (*pidfd >= 0) close(*pidfd);
+        *pidfd = -1;
+    }
+    errno = saved;  // the child wrote errno in this thread's memory
+    if (failure != 0) return failure;
+    *pid = child;
+    return 0;
+}

@@ -10,15 +10,16 @@ import Glibc
 /// its pipe) are watched by the ``HookWatcher``'s epoll descriptor, and its deadlines are entries of the watcher's
 /// one timer, all on the runner's serial queue.
 ///
-///     posix_spawn ─▶ pidfd readable ──▶ waitpid ─┐
-///                    pipe readable ───▶ tail     ├─▶ done(outcome); descriptors closed
-///                    timeout deadline ─▶ SIGTERM ┘
-///                                        └▶ grace deadline ▶ SIGKILL
+///     netdevd_spawn ─▶ pidfd readable ──▶ waitpid ─┐
+///                      pipe readable ───▶ tail     ├─▶ done(outcome); descriptors closed
+///                      timeout deadline ─▶ SIGTERM ┘
+///                                          └▶ grace deadline ▶ SIGKILL
 ///
 /// A hook's run ends when its main process exits; whatever it left running in its process group gets SIGTERM
 /// then, and SIGKILL after the grace (a hook that must start something lasting uses `systemd-run`).
 ///
-/// Where pidfd_open is refused (a kernel before 5.3, a seccomp filter), the exit is checked every 20 ms instead.
+/// The pidfd is made by the clone that makes the process; where the kernel makes none (before 5.2, or a seccomp
+/// filter), pidfd_open is tried, and where that is refused too, the exit is checked every 20 ms instead.
 ///
 /// `@unchecked Sendable`: every property is read and written only on `queue`, where all methods run.
 final class HookProcess: @unchecked Sendable {
@@ -65,28 +66,6 @@ final class HookProcess: @unchecked Sendable {
         // Close-on-exec from creation: another hook spawned meanwhile must not inherit this pipe.
         guard pipe2(&ends, O_CLOEXEC) == 0 else { return .failure(SpawnFailure(call: "pipe2", errno: errno)) }
         _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)  // a pipe's read end has no other status flag set
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
-        // Nothing else: descriptors netdevd inherited without close-on-exec (from whoever started it) must not
-        // reach hooks, nor the processes they leave behind.
-        posix_spawn_file_actions_addclosefrom_np(&actions, 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        posix_spawnattr_setpgroup(&attributes, 0)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
         var argv = arguments.map { strdup($0) } + [nil]
         var envp = environment.map { strdup($0) } + [nil]
         defer {
@@ -94,14 +73,17 @@ final class HookProcess: @unchecked Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, hook.path, &actions, &attributes, &argv, &envp)
+        var exitDescriptor: Int32 = -1
+        let spawned = netdevd_spawn(hook.path, &argv, &envp, ends[1], &pid, &exitDescriptor)
         close(ends[1])
         guard spawned == 0 else {
             close(ends[0])
             return .failure(SpawnFailure(call: nil, errno: spawned))
         }
-        return .success(
-            HookProcess(name: hook.name, pid: pid, outputDescriptor: ends[0], tailBytes: tailBytes, queue: queue))
+        let process = HookProcess(
+            name: hook.name, pid: pid, outputDescriptor: ends[0], tailBytes: tailBytes, queue: queue)
+        process.exitDescriptor = exitDescriptor
+        return .success(process)
     }
 
     /// Watches the process until it exits, then calls `done` once, on queue. `timeoutMilliseconds` 0 means no
@@ -114,7 +96,9 @@ final class HookProcess: @unchecked Sendable {
         self.watcher = watcher
         self.killGrace = killGrace
         watcher.track(self)
-        exitDescriptor = pidfd_open(pid, 0)
+        if exitDescriptor < 0 {
+            exitDescriptor = pidfd_open(pid, 0)
+        }
         let watched = watcher.watch(self)
         if exitDescriptor >= 0 && !watched.contains(exitDescriptor) {
             close(exitDescriptor)

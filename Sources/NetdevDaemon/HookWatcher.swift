@@ -120,7 +120,7 @@ final class HookWatcher: @unchecked Sendable {
 
     /// Stops watching `descriptor`, which the caller closes next. On queue. Closing it is what takes it out of
     /// the epoll set (no EPOLL_CTL_DEL: two system calls fewer per hook): the pipe's read end and the pidfd are
-    /// close-on-exec, and the only processes netdevd starts are hooks, spawned on this queue (posix_spawn returns
+    /// close-on-exec, and the only processes netdevd starts are hooks, spawned on this queue (netdevd_spawn returns
     /// once its child has exec'd), so at the close no child holds a copy and it releases the last reference.
     /// Were another thread to spawn meanwhile, its child would hold copies until its exec: the set could then
     /// report the closed descriptor briefly, which finds no process here (or a new one under a reused number,

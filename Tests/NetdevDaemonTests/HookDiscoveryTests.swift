@@ -211,6 +211,50 @@ struct HookDiscoveryTests {
         }
     }
 
+    @Test(
+        "a hook reached through a chain of symlinks: every link's directory counts, and symlinks in sticky directories",
+        .enabled(if: getuid() == 0, "needs root: it gives a symlink to another owner (lchown)"))
+    func symlinkChains() throws {
+        try withDirectory { directory in
+            try withDirectory { chain in
+                try withDirectory { target in
+                    let refusal = { (name: String) in
+                        HookRunner(directories: [directory], log: { _ in }).hooks().first { $0.name == name }?.refusal
+                    }
+                    install(target + "/file")
+                    #expect(symlink(target + "/file", chain + "/link") == 0)
+                    #expect(symlink("link", chain + "/relative") == 0)
+                    #expect(symlink(chain + "/link", directory + "/50-chain") == 0)
+                    #expect(symlink(chain + "/relative", directory + "/51-relative") == 0)
+                    #expect(refusal("50-chain") == nil)
+                    #expect(refusal("51-relative") == nil)
+                    // Whoever may write the middle link's directory may point the hook at any root-owned program.
+                    #expect(chmod(chain, 0o777) == 0)
+                    #expect(refusal("50-chain") == "is in \(chain), which is writable by group or others")
+                    #expect(refusal("51-relative") == "is in \(chain), which is writable by group or others")
+                    #expect(chmod(chain, 0o755) == 0)
+
+                    // A symlink to a directory, on the way to the file: its directory counts too.
+                    #expect(symlink(target, chain + "/directory") == 0)
+                    #expect(symlink(chain + "/directory/file", directory + "/60-through") == 0)
+                    #expect(refusal("60-through") == nil)
+                    #expect(chown(chain, 65534, 65534) == 0)
+                    #expect(refusal("60-through") == "is in \(chain), owned by uid 65534, not root")
+                    #expect(chown(chain, 0, 0) == 0)
+
+                    // In a sticky directory others may write, only root's entries are root's to change.
+                    #expect(chmod(chain, 0o1777) == 0)
+                    #expect(refusal("60-through") == nil)
+                    #expect(lchown(chain + "/directory", 65534, 65534) == 0)
+                    #expect(
+                        refusal("60-through")
+                            == "is reached through \(chain)/directory, a symlink owned by uid 65534 in a directory "
+                            + "others may write")
+                }
+            }
+        }
+    }
+
     /// What `NETDEVD_JSON` was before it was written by hand.
     func encoded<Value: Encodable>(_ value: Value) throws -> String {
         let encoder = JSONEncoder()
@@ -317,5 +361,49 @@ struct HookSupervisionTests {
         #expect(outcome.status == .exited(0))
         // ls's own: 0, 1, 2 and the directory it reads (3).
         #expect(outcome.outputTail.split(separator: "\n") == ["0", "1", "2", "3"], "\(outcome.outputTail)")
+    }
+
+    @Test(
+        "a hook starts in a process group of its own, reading /dev/null, with no signal blocked and the usual ones at their defaults"
+    )
+    func processSetUp() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-setup-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = directory + "/50-setup"
+        let script =
+            "#!/bin/sh\nreadlink /proc/self/fd/0\nexec grep -E '^(Pid|NSpgid|SigBlk|SigIgn):' /proc/self/status\n"
+        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
+        #expect(chmod(hook, 0o755) == 0)
+        // What a hook must not inherit from netdevd: an ignored SIGPIPE and SIGHUP, and blocked signals.
+        let ignoredBefore = (signal(SIGPIPE, SIG_IGN), signal(SIGHUP, SIG_IGN))
+        defer {
+            signal(SIGPIPE, ignoredBefore.0)
+            signal(SIGHUP, ignoredBefore.1)
+        }
+        let runner = HookRunner(directories: [directory], log: { _ in })
+        let result = Locked<HookRunResult?>(nil)
+        let run = HookRun(
+            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "setup0", environment: [], link: nil,
+            device: nil, timeoutMilliseconds: 5_000)
+        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        #expect(outcome.status == .exited(0), "\(outcome.outputTail)")
+        let lines = outcome.outputTail.split(separator: "\n").map(String.init)
+        #expect(lines.first == "/dev/null")
+        var fields: [String: String] = [:]
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces) }
+        }
+        let pid = try #require(fields["Pid"])
+        #expect(fields["NSpgid"]?.split(separator: "\t").last.map(String.init) == pid, "a process group of its own")
+        #expect(fields["SigBlk"] == "0000000000000000", "no signal blocked")
+        let ignored = try #require(fields["SigIgn"].flatMap { UInt64($0, radix: 16) })
+        for number in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] {
+            #expect(ignored & (1 << UInt64(number - 1)) == 0, "signal \(number) at its default")
+        }
     }
 }

@@ -6,17 +6,17 @@
 // - mallopt(3) and malloc_trim(3), with which netdevd keeps one malloc arena and returns a burst's memory;
 // - pipe2(2), which glibc declares only under _GNU_SOURCE: a pipe that is close-on-exec from creation, so a
 //   process spawned by another thread at that moment cannot inherit it;
-// - posix_spawn_file_actions_addclosefrom_np(3) (glibc 2.34), also _GNU_SOURCE only: a hook gets its standard
-//   descriptors and nothing netdevd inherited without close-on-exec;
 // - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
 //   creation;
 // - memfd_create(2), _GNU_SOURCE only too: a journal entry too large for a datagram goes to journald in a sealed memfd;
 // - mkostemp(3), _GNU_SOURCE only as well: the metrics file's temporary name, new and close-on-exec from creation.
+//
+// And one function of its own, netdevd_spawn (CLinux.c), which starts hooks.
 #include <malloc.h>
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/timerfd.h>
-#include <spawn.h>
+#include <sys/types.h>
 
 #include <sys/socket.h>
 
@@ -30,4 +30,11 @@ extern int mkostemp(char *template, int flags);
 extern int _dispatch_get_main_queue_handle_4CF(void);
 extern void _dispatch_main_queue_callback_4CF(void *message);
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
-extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+/// Starts `path` with `argv` and `envp` as a hook: in a process group of its own, standard input from /dev/null,
+/// standard output and error to `output`, no other descriptor, no signal blocked, and SIGTERM, SIGINT, SIGHUP,
+/// SIGPIPE and every signal netdevd catches at their defaults. Sets `*pid`, and `*pidfd` to a close-on-exec pidfd
+/// of the child (-1 where the kernel makes none). Returns 0 or the errno of what failed (the exec's included: no
+/// process is left then). Like posix_spawn it uses vfork semantics (the calling thread waits for the exec), but
+/// with a stack it reuses and the pidfd made by clone itself.
+int netdevd_spawn(const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd);
