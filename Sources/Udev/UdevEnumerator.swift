@@ -130,7 +130,12 @@ public struct UdevEnumerator: Sendable {
 
 extension UdevDevice {
     /// Copies everything out of a libudev device; the pointer is not kept.
-    init(copying device: OpaquePointer) {
+    ///
+    /// A device received from a monitor carries everything in its message: its driver is the message's `DRIVER`
+    /// property (the kernel sends one for every device bound to a driver). Asking libudev instead would read the
+    /// `driver` symlink in sysfs for every event of an unbound device (a path walk per uevent, a twentieth of
+    /// netdevd's CPU in a burst), and for a device already gone would not even answer what the event said.
+    init(copying device: OpaquePointer, received: Bool = false) {
         func text(_ pointer: UnsafePointer<CChar>?) -> String? {
             pointer.map { String(cString: $0) }
         }
@@ -149,7 +154,7 @@ extension UdevDevice {
             subsystem: text(udev_device_get_subsystem(device)),
             devtype: text(udev_device_get_devtype(device)),
             devnode: text(udev_device_get_devnode(device)),
-            driver: text(udev_device_get_driver(device)),
+            driver: received ? properties["DRIVER"] : text(udev_device_get_driver(device)),
             action: text(udev_device_get_action(device)),
             sequenceNumber: sequenceNumber == 0 ? nil : UInt64(sequenceNumber),
             properties: properties

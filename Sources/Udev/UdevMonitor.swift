@@ -150,7 +150,7 @@ public final class UdevMonitor: Sendable {
                     }
                     continue
                 }
-                batch.devices.append(UdevDevice(copying: device))
+                batch.devices.append(UdevDevice(copying: device, received: true))
                 udev_device_unref(device)
             }
         }
