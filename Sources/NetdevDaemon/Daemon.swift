@@ -337,7 +337,7 @@ public final class Daemon: Sendable {
 
     /// Writes a session log entry.
     func write(_ entry: LogEntry, names: JournalFieldNames) {
-        guard entry.priority <= options.maximumPriority, let id = JournalMessageID(entry.kind.id) else { return }
+        guard entry.priority <= options.maximumPriority, let id = names.messageID(entry.kind.id) else { return }
         var journalEntry = JournalEntry(
             message: entry.message, priority: JournalPriority(rawValue: entry.priority) ?? .info, messageID: id)
         for field in entry.fields {

@@ -66,15 +66,13 @@ final class HookProcess: @unchecked Sendable {
         // Close-on-exec from creation: another hook spawned meanwhile must not inherit this pipe.
         guard pipe2(&ends, O_CLOEXEC) == 0 else { return .failure(SpawnFailure(call: "pipe2", errno: errno)) }
         _ = fcntl(ends[0], F_SETFL, O_NONBLOCK)  // a pipe's read end has no other status flag set
-        var argv = arguments.map { strdup($0) } + [nil]
-        var envp = environment.map { strdup($0) } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
         var pid: pid_t = 0
         var exitDescriptor: Int32 = -1
-        let spawned = netdevd_spawn(hook.path, &argv, &envp, ends[1], &pid, &exitDescriptor)
+        let spawned = CStrings.with(arguments) { argv in
+            CStrings.with(environment) { envp in
+                netdevd_spawn(hook.path, argv, envp, ends[1], &pid, &exitDescriptor)
+            }
+        }
         close(ends[1])
         guard spawned == 0 else {
             close(ends[0])
@@ -248,6 +246,34 @@ final class HookProcess: @unchecked Sendable {
         done(
             HookOutcome(name: name, status: exitStatus, durationMilliseconds: milliseconds, outputTail: tail.text),
             leftProcesses)
+    }
+}
+
+/// Strings as the NULL-terminated array of C strings that `execve` takes, made in two allocations (the bytes, and
+/// the pointers) rather than two per string: a hook's run passes a dozen environment variables, and a burst runs
+/// thousands.
+enum CStrings {
+    /// Calls `body` with `strings` as C strings (each cut at its first NUL, as C reads it), valid only during `body`.
+    static func with<Result>(
+        _ strings: [String], _ body: (UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Result
+    ) -> Result {
+        let total = strings.reduce(0) { $0 + $1.utf8.count + 1 }
+        let bytes = UnsafeMutablePointer<CChar>.allocate(capacity: max(total, 1))
+        defer { bytes.deallocate() }
+        let pointers = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+        defer { pointers.deallocate() }
+        var offset = 0
+        for (position, text) in strings.enumerated() {
+            pointers[position] = bytes + offset
+            for byte in text.utf8 {
+                bytes[offset] = CChar(bitPattern: byte)
+                offset += 1
+            }
+            bytes[offset] = 0
+            offset += 1
+        }
+        pointers[strings.count] = nil
+        return body(pointers)
     }
 }
 

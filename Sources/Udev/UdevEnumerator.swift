@@ -139,8 +139,15 @@ extension UdevDevice {
         func text(_ pointer: UnsafePointer<CChar>?) -> String? {
             pointer.map { String(cString: $0) }
         }
-        var properties: [String: String] = [:]
+        // Counted first, so that the table is made once at its size instead of growing (a uevent has 10-30).
+        var count = 0
         var entry = udev_device_get_properties_list_entry(device)
+        while let current = entry {
+            count += 1
+            entry = udev_list_entry_get_next(current)
+        }
+        var properties = [String: String](minimumCapacity: count)
+        entry = udev_device_get_properties_list_entry(device)
         while let current = entry {
             if let name = text(udev_list_entry_get_name(current)) {
                 properties[name] = text(udev_list_entry_get_value(current)) ?? ""

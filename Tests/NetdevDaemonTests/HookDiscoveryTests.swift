@@ -363,9 +363,33 @@ struct HookSupervisionTests {
         #expect(outcome.outputTail.split(separator: "\n") == ["0", "1", "2", "3"], "\(outcome.outputTail)")
     }
 
-    @Test(
-        "a hook starts in a process group of its own, reading /dev/null, with no signal blocked and the usual ones at their defaults"
-    )
+    @Test("a hook gets its arguments and environment byte for byte: non-ASCII, empty values, '=' in a value")
+    func argumentsAndEnvironment() throws {
+        let directory = NSTemporaryDirectory() + "netdevd-env-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = directory + "/50-env"
+        let script = "#!/bin/sh\nprintf '[%s]' \"$1\" \"$2\"\necho\nenv | grep '^NETDEVD_T' | sort\n"
+        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
+        #expect(chmod(hook, 0o755) == 0)
+        let runner = HookRunner(directories: [directory], log: { _ in })
+        let result = Locked<HookRunResult?>(nil)
+        let variables = [
+            LogField("NETDEVD_TEMPTY", ""), LogField("NETDEVD_TEQ", "a=b=c"), LogField("NETDEVD_TU", "ünï"),
+        ]
+        let run = HookRun(
+            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "wé0", environment: variables,
+            link: nil, device: nil, timeoutMilliseconds: 5_000)
+        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        #expect(outcome.status == .exited(0), "\(outcome.outputTail)")
+        let lines = outcome.outputTail.split(separator: "\n")
+        #expect(lines == ["[link-added][wé0]", "NETDEVD_TEMPTY=", "NETDEVD_TEQ=a=b=c", "NETDEVD_TU=ünï"])
+    }
+
+    @Test("a hook starts in its own process group, reading /dev/null, nothing blocked, the usual signals at default")
     func processSetUp() throws {
         let directory = NSTemporaryDirectory() + "netdevd-setup-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
