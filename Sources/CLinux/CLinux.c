@@ -17,6 +17,46 @@
 #define CLONE_PIDFD 0x00001000
 #endif
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NETDEVD_SPAWN_THROUGH_POSIX_SPAWN 1
+#endif
+#endif
+
+#ifdef NETDEVD_SPAWN_THROUGH_POSIX_SPAWN
+// ThreadSanitizer intercepts clone() as a fork and fails a check when the child shares the parent's memory
+// (CLONE_VM). Its builds (`make test-tsan`) start hooks through posix_spawn with the same set-up instead; the pidfd
+// is then the caller's pidfd_open.
+#include <spawn.h>
+
+int netdevd_spawn(
+    const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, output, 1);
+    posix_spawn_file_actions_adddup2(&actions, output, 2);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawnattr_setpgroup(&attributes, 0);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigaddset(&defaults, SIGHUP);
+    sigaddset(&defaults, SIGPIPE);
+    posix_spawnattr_setsigdefault(&attributes, &defaults);
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attributes, &none);
+    *pidfd = -1;
+    int failure = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    posix_spawnattr_destroy(&attributes);
+    posix_spawn_file_actions_destroy(&actions);
+    return failure;
+}
+#else
 /// What the child needs, in the parent's memory (the child shares it until it execs).
 struct spawn_request {
     const char *path;
@@ -107,3 +147,4 @@ int netdevd_spawn(
     *pid = child;
     return 0;
 }
+#endif

@@ -36,5 +36,6 @@ extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int fl
 /// SIGPIPE and every signal netdevd catches at their defaults. Sets `*pid`, and `*pidfd` to a close-on-exec pidfd
 /// of the child (-1 where the kernel makes none). Returns 0 or the errno of what failed (the exec's included: no
 /// process is left then). Like posix_spawn it uses vfork semantics (the calling thread waits for the exec), but
-/// with a stack it reuses and the pidfd made by clone itself.
+/// with a stack it reuses and the pidfd made by clone itself. (ThreadSanitizer builds use posix_spawn: its clone
+/// interceptor cannot follow a child that shares memory.)
 int netdevd_spawn(const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd);
