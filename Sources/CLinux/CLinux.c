@@ -31,11 +31,14 @@
 
 int netdevd_spawn(
     const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd) {
+    // Above the standard three, so that opening /dev/null as 0 cannot replace it first.
+    int moved = output > 2 ? output : fcntl(output, F_DUPFD_CLOEXEC, 3);
+    if (moved < 0) return errno;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&actions, output, 1);
-    posix_spawn_file_actions_adddup2(&actions, output, 2);
+    posix_spawn_file_actions_adddup2(&actions, moved, 1);
+    posix_spawn_file_actions_adddup2(&actions, moved, 2);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
@@ -54,6 +57,7 @@ int netdevd_spawn(
     int failure = posix_spawn(pid, path, &actions, &attributes, argv, envp);
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
+    if (moved != output) close(moved);
     return failure;
 }
 #else
@@ -99,9 +103,12 @@ static int spawn_child(void *opaque) {
     input = above_standard(input);
     if (input < 0 || dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0) goto failed;
     // Nothing else reaches the hook, not even descriptors netdevd inherited without close-on-exec.
+    // Without close_range (before Linux 5.9, or refused by a seccomp filter), every number up to the limit is
+    // closed, at most 65,536 of them: the calling thread waits for this child's exec.
     if (syscall(SYS_close_range, 3, ~0U, 0) != 0) {
         long last = sysconf(_SC_OPEN_MAX);
-        for (long descriptor = 3; descriptor < (last > 0 ? last : 1024); descriptor++) close((int)descriptor);
+        if (last <= 0 || last > 65536) last = 65536;
+        for (long descriptor = 3; descriptor < last; descriptor++) close((int)descriptor);
     }
     sigset_t none;
     sigemptyset(&none);
@@ -123,18 +130,20 @@ int netdevd_spawn(
     sigset_t all, previous;
     sigfillset(&all);
     pthread_mutex_lock(&lock);
-    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    // The system call itself, not pthread_sigmask: glibc's wrapper leaves its own two signals (32, 33) unblocked.
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &previous, _NSIG / 8);
     *pidfd = -1;
     // CLONE_PIDFD: the exit is watched through a pidfd made with the process, one system call fewer than
-    // pidfd_open. A kernel before 5.2 refuses the flag; the caller then opens one itself or polls.
+    // pidfd_open. A kernel before 5.2 ignores the flag (the pidfd stays -1); a seccomp filter may refuse it (EPERM,
+    // ENOSYS, EINVAL), and then the process is made without one. Either way the caller opens one itself or polls.
     pid_t child = clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &request,
                         pidfd);
-    if (child < 0 && errno == EINVAL) {
+    if (child < 0) {
         *pidfd = -1;
         child = clone(spawn_child, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &request);
     }
     int failure = child < 0 ? errno : request.error;
-    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &previous, NULL, _NSIG / 8);
     pthread_mutex_unlock(&lock);
     if (child >= 0 && failure != 0) {
         // The child could not exec and has exited: reap it, so no zombie is left.

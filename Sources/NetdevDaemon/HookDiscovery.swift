@@ -240,7 +240,8 @@ final class HookDiscovery: Sendable {
                     return "is in \(directory), which is writable by group or others"
                 }
             }
-            let sticky = status.st_mode & S_ISVTX != 0
+            // A sticky directory others may write: only an entry's owner (or root) may replace it.
+            let othersMayAdd = status.st_mode & S_ISVTX != 0 && status.st_mode & (S_IWGRP | S_IWOTH) != 0
             let entry = directory == "/" ? "/" + name : directory + "/" + name
             guard lstat(entry, &status) == 0 else {
                 return "is reached through \(entry), which cannot be examined: \(String(cString: strerror(errno)))"
@@ -251,7 +252,7 @@ final class HookDiscovery: Sendable {
             }
             followed += 1
             guard followed <= symlinkLimit else { return "is reached through more than \(symlinkLimit) symlinks" }
-            guard !sticky || status.st_uid == 0 else {
+            guard !othersMayAdd || status.st_uid == 0 else {
                 return "is reached through \(entry), a symlink owned by uid \(status.st_uid) in a directory others "
                     + "may write"
             }

@@ -218,8 +218,10 @@ struct HookDiscoveryTests {
         try withDirectory { directory in
             try withDirectory { chain in
                 try withDirectory { target in
-                    let refusal = { (name: String) in
-                        HookRunner(directories: [directory], log: { _ in }).hooks().first { $0.name == name }?.refusal
+                    // "" when the hook is not listed at all, so that a missing hook never passes for an accepted one.
+                    let refusal = { (name: String) -> String? in
+                        let hook = HookRunner(directories: [directory], log: { _ in }).hooks().first { $0.name == name }
+                        return hook == nil ? "" : hook?.refusal
                     }
                     install(target + "/file")
                     #expect(symlink(target + "/file", chain + "/link") == 0)
@@ -250,6 +252,10 @@ struct HookDiscoveryTests {
                         refusal("60-through")
                             == "is reached through \(chain)/directory, a symlink owned by uid 65534 in a directory "
                             + "others may write")
+                    // Sticky but writable by root alone: nobody else can put a link there, whoever owns it.
+                    #expect(chmod(chain, 0o1755) == 0)
+                    #expect(refusal("60-through") == nil)
+                    #expect(refusal("99-missing") == "")
                 }
             }
         }
@@ -399,12 +405,14 @@ struct HookSupervisionTests {
             "#!/bin/sh\nreadlink /proc/self/fd/0\nexec grep -E '^(Pid|NSpgid|SigBlk|SigIgn):' /proc/self/status\n"
         #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
         #expect(chmod(hook, 0o755) == 0)
-        // What a hook must not inherit from netdevd: an ignored SIGPIPE and SIGHUP, and blocked signals.
-        let ignoredBefore = (signal(SIGPIPE, SIG_IGN), signal(SIGHUP, SIG_IGN))
-        defer {
-            signal(SIGPIPE, ignoredBefore.0)
-            signal(SIGHUP, ignoredBefore.1)
-        }
+        // What a hook must not inherit from netdevd: an ignored SIGPIPE (netdevd ignores it), blocked signals. Only
+        // SIGPIPE: the test process's disposition is shared with the tests running beside this one, and an ignored
+        // SIGPIPE only turns their broken-pipe deaths into EPIPE.
+        var ignore = sigaction()
+        ignore.__sigaction_handler.sa_handler = SIG_IGN
+        var before = sigaction()
+        #expect(sigaction(SIGPIPE, &ignore, &before) == 0)
+        defer { sigaction(SIGPIPE, &before, nil) }
         let runner = HookRunner(directories: [directory], log: { _ in })
         let result = Locked<HookRunResult?>(nil)
         let run = HookRun(
