@@ -277,7 +277,8 @@ enum CStrings {
     }
 }
 
-/// Why a hook could not be started: the failing call (`nil` for posix_spawn itself) and its errno.
+/// Why a hook could not be started: the failing call (`nil` for netdevd_spawn itself, the exec included) and its
+/// errno.
 struct SpawnFailure: Error {
     let call: String?
     let errno: Int32

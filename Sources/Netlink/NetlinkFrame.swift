@@ -56,6 +56,7 @@ struct NetlinkAttribute {
     ) throws(NetlinkParseError) -> [NetlinkAttribute] {
         let end = start + length
         // Counted first (a link message has about 50), so that the array is made once instead of growing 6 times.
+        // The count stops at the first malformed attribute (`try?`): the loop below throws there, naming it.
         var count = 0
         var offset = start
         while end - offset >= 4, let attributeLength = try? Int(reader.u16(at: offset)), attributeLength >= 4 {

@@ -316,6 +316,26 @@ struct HookDiscoveryTests {
 
 @Suite("Hook supervision")
 struct HookSupervisionTests {
+    /// Runs `script` as the only hook, once, for a link called `subjectName` with `environment`, and returns its
+    /// outcome (waiting up to 10 s).
+    func runOnce(_ script: String, subjectName: String, environment: [LogField] = []) throws -> HookOutcome {
+        let directory = NSTemporaryDirectory() + "netdevd-supervision-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let hook = directory + "/50-hook"
+        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
+        #expect(chmod(hook, 0o755) == 0)
+        let runner = HookRunner(directories: [directory], log: { _ in })
+        let result = Locked<HookRunResult?>(nil)
+        let run = HookRun(
+            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: subjectName, environment: environment,
+            link: nil, device: nil, timeoutMilliseconds: 5_000)
+        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        return try #require(result.withLock { $0 }?.hooks.first)
+    }
+
     @Test("a hook that never stops writing is stopped at its timeout, and its queue's other work goes on meanwhile")
     func endlessOutput() throws {
         let directory = NSTemporaryDirectory() + "netdevd-chatty-\(UInt32.random(in: 0...UInt32.max))"
@@ -345,25 +365,11 @@ struct HookSupervisionTests {
 
     @Test("a hook gets standard input, output and error, and no descriptor netdevd inherited or opened")
     func onlyStandardDescriptors() throws {
-        let directory = NSTemporaryDirectory() + "netdevd-fds-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let hook = directory + "/50-fds"
-        #expect(FileManager.default.createFile(atPath: hook, contents: Data("#!/bin/sh\nexec ls /proc/self/fd\n".utf8)))
-        #expect(chmod(hook, 0o755) == 0)
         // A descriptor without close-on-exec, as one inherited from whoever started netdevd would be.
         let inherited = open("/dev/null", O_RDONLY)
         #expect(inherited > 2)
         defer { close(inherited) }
-        let runner = HookRunner(directories: [directory], log: { _ in })
-        let result = Locked<HookRunResult?>(nil)
-        let run = HookRun(
-            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "fds0", environment: [], link: nil,
-            device: nil, timeoutMilliseconds: 5_000)
-        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
-        let deadline = Date().addingTimeInterval(10)
-        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        let outcome = try runOnce("#!/bin/sh\nexec ls /proc/self/fd\n", subjectName: "fds0")
         #expect(outcome.status == .exited(0))
         // ls's own: 0, 1, 2 and the directory it reads (3).
         #expect(outcome.outputTail.split(separator: "\n") == ["0", "1", "2", "3"], "\(outcome.outputTail)")
@@ -371,25 +377,11 @@ struct HookSupervisionTests {
 
     @Test("a hook gets its arguments and environment byte for byte: non-ASCII, empty values, '=' in a value")
     func argumentsAndEnvironment() throws {
-        let directory = NSTemporaryDirectory() + "netdevd-env-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let hook = directory + "/50-env"
         let script = "#!/bin/sh\nprintf '[%s]' \"$1\" \"$2\"\necho\nenv | grep '^NETDEVD_T' | sort\n"
-        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
-        #expect(chmod(hook, 0o755) == 0)
-        let runner = HookRunner(directories: [directory], log: { _ in })
-        let result = Locked<HookRunResult?>(nil)
         let variables = [
             LogField("NETDEVD_TEMPTY", ""), LogField("NETDEVD_TEQ", "a=b=c"), LogField("NETDEVD_TU", "ünï"),
         ]
-        let run = HookRun(
-            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "wé0", environment: variables,
-            link: nil, device: nil, timeoutMilliseconds: 5_000)
-        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
-        let deadline = Date().addingTimeInterval(10)
-        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        let outcome = try runOnce(script, subjectName: "wé0", environment: variables)
         #expect(outcome.status == .exited(0), "\(outcome.outputTail)")
         let lines = outcome.outputTail.split(separator: "\n")
         #expect(lines == ["[link-added][wé0]", "NETDEVD_TEMPTY=", "NETDEVD_TEQ=a=b=c", "NETDEVD_TU=ünï"])
@@ -397,14 +389,8 @@ struct HookSupervisionTests {
 
     @Test("a hook starts in its own process group, reading /dev/null, nothing blocked, the usual signals at default")
     func processSetUp() throws {
-        let directory = NSTemporaryDirectory() + "netdevd-setup-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let hook = directory + "/50-setup"
         let script =
             "#!/bin/sh\nreadlink /proc/self/fd/0\nexec grep -E '^(Pid|NSpgid|SigBlk|SigIgn):' /proc/self/status\n"
-        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
-        #expect(chmod(hook, 0o755) == 0)
         // What a hook must not inherit from netdevd: an ignored SIGPIPE (netdevd ignores it), blocked signals. Only
         // SIGPIPE: the test process's disposition is shared with the tests running beside this one, and an ignored
         // SIGPIPE only turns their broken-pipe deaths into EPIPE.
@@ -413,15 +399,7 @@ struct HookSupervisionTests {
         var before = sigaction()
         #expect(sigaction(SIGPIPE, &ignore, &before) == 0)
         defer { sigaction(SIGPIPE, &before, nil) }
-        let runner = HookRunner(directories: [directory], log: { _ in })
-        let result = Locked<HookRunResult?>(nil)
-        let run = HookRun(
-            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "setup0", environment: [], link: nil,
-            device: nil, timeoutMilliseconds: 5_000)
-        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
-        let deadline = Date().addingTimeInterval(10)
-        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        let outcome = try runOnce(script, subjectName: "setup0")
         #expect(outcome.status == .exited(0), "\(outcome.outputTail)")
         let lines = outcome.outputTail.split(separator: "\n").map(String.init)
         #expect(lines.first == "/dev/null")
