@@ -1,11 +1,22 @@
-/// A FIFO of values stored in fixed-size chunks, for a mailbox whose backlog can grow large under a flood.
+/// A FIFO of values stored in chunks of at most ``chunkBytes`` bytes, for a mailbox whose backlog can grow large
+/// under a flood.
 ///
-/// Appending never copies what is already queued (a growing array would, and would keep its doubled capacity), and
-/// every allocation is one chunk of the same size, which the allocator hands back and reuses; so the memory a
-/// backlog takes is close to the size of the values in it, and is returned when the backlog is drained.
+/// Appending never copies what is already queued beyond the chunk being filled (a growing array would copy the
+/// whole backlog, and would keep its doubled capacity), so the memory a backlog takes is close to the size of the
+/// values in it, and is returned when the backlog is drained. The first chunk grows with what is appended (a batch
+/// of one value costs an allocation of one value's size); once one chunk is full, a flood is on and the next chunks
+/// are made at their full size. A chunk stays below glibc's mmap threshold: a chunk of 1,024 events of a few
+/// hundred bytes each was made and freed for every batch, and glibc moved the top of its heap (two `brk` calls and
+/// the page faults in between) each time.
 @usableFromInline
 struct ChunkedQueue<Value> {
-    @usableFromInline static var chunkSize: Int { 1024 }
+    /// The most bytes one chunk takes.
+    @usableFromInline static var chunkBytes: Int { 16_384 }
+
+    /// The most values in one chunk: as many as fit in ``chunkBytes``, between 16 and 1,024.
+    @usableFromInline static var chunkSize: Int {
+        Swift.min(1_024, Swift.max(16, chunkBytes / Swift.max(MemoryLayout<Value>.stride, 1)))
+    }
 
     @usableFromInline var full: [ContiguousArray<Value>] = []
     @usableFromInline var tail = ContiguousArray<Value>()
@@ -18,14 +29,21 @@ struct ChunkedQueue<Value> {
         tail.isEmpty && full.isEmpty
     }
 
+    /// How many values are queued.
+    @inlinable
+    var count: Int {
+        full.reduce(tail.count) { $0 + $1.count }
+    }
+
     @inlinable
     mutating func append(_ value: Value) {
-        if tail.count == Self.chunkSize {
+        if tail.count >= Self.chunkSize {
             full.append(tail)
             tail = ContiguousArray()
-        }
-        if tail.isEmpty {
             tail.reserveCapacity(Self.chunkSize)
+        } else if tail.count == tail.capacity {
+            // Doubling, but never past a chunk (an array's own growth would).
+            tail.reserveCapacity(Swift.min(Self.chunkSize, Swift.max(1, tail.count * 2)))
         }
         tail.append(value)
     }
