@@ -1,4 +1,5 @@
 internal import CLinux
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -134,6 +135,11 @@ extension String {
 /// newline (or any bytes), `NAME\n`, its length as 64-bit little endian, the value and `\n`. An entry too large for
 /// a datagram is written to a sealed memfd whose descriptor is sent instead. A journal that is not there
 /// (`ENOENT`) drops the entry silently, as `sd_journal_sendv` does; any other failure is the send's errno.
+///
+/// The socket is connected to journald's: a datagram that names its address makes the kernel look the path up
+/// again for every entry (a fifth of a send's cost in a burst). When journald's socket goes away (journald killed:
+/// ECONNREFUSED) the next send connects again, to whatever is bound at the path then; until something is, entries
+/// are sent naming the path, as before, and fail with its errno.
 enum NativeJournal {
     static let socketPath = "/run/systemd/journal/socket"
 
@@ -149,6 +155,29 @@ enum NativeJournal {
         }
         return fd
     }()
+
+    /// `socketDescriptor` is connected to journald's socket (set by the first send that connects it, cleared when a
+    /// send finds the peer gone). Sends from several threads may race to connect: connecting again is harmless.
+    private static let connected = Atomic<Bool>(false)
+
+    /// journald's address, and its length.
+    private static func journalAddress() -> (sockaddr_un, socklen_t) {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { path in path.copyBytes(from: socketPath.utf8) }
+        return (address, socklen_t(MemoryLayout<sa_family_t>.size + socketPath.utf8.count))
+    }
+
+    /// Connects `fd` to journald's socket unless it is; `false` when it cannot be (no journal, or nothing bound).
+    private static func connectIfNeeded(_ fd: Int32) -> Bool {
+        if connected.load(ordering: .acquiring) { return true }
+        var (address, length) = journalAddress()
+        let done = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) == 0 }
+        }
+        if done { connected.store(true, ordering: .releasing) }
+        return done
+    }
 
     /// The datagram for `entry`.
     static func encode(_ entry: JournalEntry) -> [UInt8] {
@@ -198,12 +227,10 @@ enum NativeJournal {
         throw JournalError(errno: code)
     }
 
-    /// One `sendmsg` to journald's socket (`descriptor` passed along with SCM_RIGHTS); 0 or the errno.
+    /// One `sendmsg` to journald's socket (`descriptor` passed along with SCM_RIGHTS); 0 or the errno. Through
+    /// the connection when there is one; when the peer is found gone, connected again (or the path named) once.
     private static func sendTo(_ fd: Int32, base: UnsafeMutableRawPointer?, count: Int, descriptor: Int32?) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { path in path.copyBytes(from: socketPath.utf8) }
-        let addressLength = socklen_t(MemoryLayout<sa_family_t>.size + socketPath.utf8.count)
+        var (address, addressLength) = journalAddress()
         var vector = iovec(iov_base: base, iov_len: count)
         var message = msghdr()
         // Only for the memfd: a cmsghdr (16 bytes on 64-bit Linux) and one int, padded to 8 bytes,
@@ -223,18 +250,29 @@ enum NativeJournal {
             message.msg_control = buffer
             message.msg_controllen = controlSize
         }
+        var retried = false
         while true {
+            let throughConnection = connectIfNeeded(fd)
             let sent = withUnsafeMutablePointer(to: &address) { address in
                 withUnsafeMutablePointer(to: &vector) { vector in
-                    message.msg_name = UnsafeMutableRawPointer(address)
-                    message.msg_namelen = addressLength
+                    message.msg_name = throughConnection ? nil : UnsafeMutableRawPointer(address)
+                    message.msg_namelen = throughConnection ? 0 : addressLength
                     message.msg_iov = count > 0 ? vector : nil
                     message.msg_iovlen = count > 0 ? 1 : 0
                     return sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
                 }
             }
             if sent >= 0 { return 0 }
-            if errno != EINTR { return errno }
+            let code = errno
+            if code == EINTR { continue }
+            // The journald connected to is gone (ECONNREFUSED, and the kernel drops the connection with it;
+            // ENOTCONN after that): connect again, once, to what is bound at the path now.
+            if throughConnection && (code == ECONNREFUSED || code == ENOTCONN) && !retried {
+                connected.store(false, ordering: .releasing)
+                retried = true
+                continue
+            }
+            return code
         }
     }
 }
