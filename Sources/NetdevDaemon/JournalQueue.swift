@@ -1,12 +1,21 @@
+internal import CLinux
 import Dispatch
 import Locking
 import NetdevSession
 import Systemd
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The session's journal entries on their way to journald, off the loop queue (a send to journald blocks while
-/// journald's socket is full). The loop appends; an idle writer is woken at once and takes everything pending, so
-/// a burst costs a wake-up of the writer per batch it finds, not one per entry. (Not a short delay to gather more:
-/// every Dispatch timer wakes libdispatch's manager thread twice, which cost more than the writes it batched.)
+/// journald's socket is full). The loop appends; the writer, a thread of its own asleep on a semaphore while
+/// nothing waits, is woken when it is idle and takes everything pending, so a burst costs a wake-up per batch it
+/// finds, not one per entry. (Not a short delay to gather more: every Dispatch timer wakes libdispatch's manager
+/// thread twice, which cost more than the writes it batched. Not a Dispatch queue either: each wake-up was a block
+/// made on the loop's thread and freed on a pool thread, into that thread's cache of blocks, which went back to
+/// the heap only when the pool thread exited, 5 s after the burst, after netdevd had returned the burst's memory:
+/// the blocks scattered over the heap kept 1.8 MiB of it resident.)
 ///
 /// Field names are normalised once per distinct name (the session uses a handful), not once per entry.
 ///
@@ -14,6 +23,8 @@ import Systemd
 /// nobody reads), at most ``limit`` entries wait; later ones are counted, not kept, and once the writer has written
 /// what waited it writes one warning saying how many were dropped. netdevd's state is not affected: what the
 /// journal missed, `netdevctl` still shows.
+///
+/// The thread ends once the queue is gone and what waited is written.
 final class JournalQueue: Sendable {
     /// A session entry, or one made elsewhere (a hook's output), kept in one queue so that the journal has them
     /// in the order they happened.
@@ -22,72 +33,161 @@ final class JournalQueue: Sendable {
         case made(JournalEntry)
     }
 
-    private struct Pending {
-        var entries: [Item] = []
-        var scheduled = false
-        /// Entries not kept since the last batch was taken (the queue was full).
-        var dropped = 0
-    }
-
     /// The most entries that wait for the writer.
     let limit: Int
 
-    private let queue = DispatchQueue(label: "netdevd.journal")
-    private let pending = Locked(Pending())
-    private let write: @Sendable (Item, JournalFieldNames) -> Void
-    /// Only used on `queue`.
-    private let names = JournalFieldNames()
+    private let writer: Writer
 
-    /// Entries are handed to `write` in order, on the writer's queue, with the cache of normalised names; at most
-    /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB).
+    /// Entries are handed to `write` in order, on the writer's thread, with the cache of normalised names; at most
+    /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB). Without a thread (the system refuses one),
+    /// each entry is written by the thread that appends it.
     init(limit: Int = 10_000, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
         self.limit = limit
-        self.write = write
+        writer = Writer(limit: limit, write: write)
+        writer.start()
+    }
+
+    deinit {
+        writer.finish()
     }
 
     /// Queues a session entry; wakes the writer if it is idle.
     func append(_ entry: LogEntry) {
-        append(item: .session(entry))
+        writer.append(.session(entry))
     }
 
     /// Queues an entry made elsewhere (a hook's output), after the session entries queued before it.
     func append(_ entry: JournalEntry) {
-        append(item: .made(entry))
-    }
-
-    private func append(item: Item) {
-        let wake = pending.withLock { pending -> Bool in
-            guard pending.entries.count < limit else {
-                pending.dropped += 1
-                return false
-            }
-            pending.entries.append(item)
-            defer { pending.scheduled = true }
-            return !pending.scheduled
-        }
-        if wake {
-            queue.async { [self] in drainPending() }
-        }
+        writer.append(.made(entry))
     }
 
     /// Writes every entry queued so far, and waits until they are written.
     func drain() {
-        queue.sync { drainPending() }
+        writer.drain()
     }
 
-    private func drainPending() {
-        while true {
+    /// The writer's side, shared by the queue and the thread.
+    private final class Writer: Sendable {
+        private struct Pending {
+            var entries: [Item] = []
+            /// The writer has been woken, or is writing a batch: an append need not wake it.
+            var scheduled = false
+            /// Entries not kept since the last batch was taken (the queue was full).
+            var dropped = 0
+            /// Callers of ``drain()`` waiting for the writer to finish a batch.
+            var drainers = 0
+            /// No thread: appends write on their own thread, one at a time.
+            var threadless = false
+            /// The queue is gone: the thread ends once nothing waits.
+            var finished = false
+        }
+
+        let limit: Int
+        private let pending = Locked(Pending())
+        private let wake = DispatchSemaphore(value: 0)
+        private let batchWritten = DispatchSemaphore(value: 0)
+        private let write: @Sendable (Item, JournalFieldNames) -> Void
+        /// Used only by the one thread that writes (the writer's, or, without one, under `threadlessWrite`).
+        private let names = JournalFieldNames()
+        /// Serialises writes when there is no writer thread.
+        private let threadlessWrite = Locked(())
+
+        init(limit: Int, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
+            self.limit = limit
+            self.write = write
+        }
+
+        func start() {
+            let context = Unmanaged.passRetained(self).toOpaque()
+            var thread = pthread_t()
+            let started = pthread_create(
+                &thread, nil,
+                { context in
+                    let writer = Unmanaged<Writer>.fromOpaque(context!).takeRetainedValue()
+                    pthread_setname_np(pthread_self(), "netdevd-journal")
+                    // No signal for this thread: what is sent to netdevd is read from signalfds, or ignored, and
+                    // should wake nothing here.
+                    var all = sigset_t()
+                    sigfillset(&all)
+                    pthread_sigmask(SIG_BLOCK, &all, nil)
+                    writer.run()
+                    return nil
+                }, context)
+            if started == 0 {
+                pthread_detach(thread)
+            } else {
+                Unmanaged<Writer>.fromOpaque(context).release()
+                pending.withLock { $0.threadless = true }
+            }
+        }
+
+        func finish() {
+            let wakeWriter = pending.withLock { pending -> Bool in
+                pending.finished = true
+                defer { pending.scheduled = true }
+                return !pending.scheduled && !pending.threadless
+            }
+            if wakeWriter { wake.signal() }
+        }
+
+        func append(_ item: Item) {
+            let (wakeWriter, threadless) = pending.withLock { pending -> (Bool, Bool) in
+                guard pending.entries.count < limit else {
+                    pending.dropped += 1
+                    return (false, pending.threadless)
+                }
+                pending.entries.append(item)
+                defer { pending.scheduled = true }
+                return (!pending.scheduled, pending.threadless)
+            }
+            if threadless {
+                drain()
+            } else if wakeWriter {
+                wake.signal()
+            }
+        }
+
+        func drain() {
+            if pending.withLock({ $0.threadless }) {
+                threadlessWrite.withLock { _ in
+                    while writeBatch() {}
+                }
+                return
+            }
+            while true {
+                let waiting = pending.withLock { pending -> Bool in
+                    guard pending.scheduled else { return false }
+                    pending.drainers += 1
+                    return true
+                }
+                guard waiting else { return }
+                batchWritten.wait()
+            }
+        }
+
+        /// The thread: sleeps until woken, writes what waits, and ends once the queue is gone and nothing waits.
+        private func run() {
+            while true {
+                wake.wait()
+                while writeBatch() {}
+                if pending.withLock({ $0.finished && $0.entries.isEmpty }) { return }
+            }
+        }
+
+        /// Writes what waits; `false` when nothing did (the writer is then idle, and those waiting in ``drain()``
+        /// are let go).
+        private func writeBatch() -> Bool {
             // The entries dropped came after those of the batch (they were dropped because it was full) and before
             // any appended once it is taken: the warning goes between.
-            let (batch, dropped) = pending.withLock { pending -> ([Item], Int) in
-                if pending.entries.isEmpty { pending.scheduled = false }
+            let (batch, dropped, drainers) = pending.withLock { pending -> ([Item], Int, Int) in
                 defer {
                     pending.entries = []
                     pending.dropped = 0
+                    pending.drainers = 0
                 }
-                return (pending.entries, pending.dropped)
+                if pending.entries.isEmpty && pending.dropped == 0 { pending.scheduled = false }
+                return (pending.entries, pending.dropped, pending.drainers)
             }
-            guard !batch.isEmpty else { return }
             for entry in batch { write(entry, names) }
             if dropped > 0 {
                 let warning = JournalEntry(
@@ -97,6 +197,8 @@ final class JournalQueue: Sendable {
                     priority: .warning)
                 write(.made(warning), names)
             }
+            for _ in 0..<drainers { batchWritten.signal() }
+            return !batch.isEmpty || dropped > 0
         }
     }
 }

@@ -31,6 +31,11 @@ extern int _dispatch_get_main_queue_handle_4CF(void);
 extern void _dispatch_main_queue_callback_4CF(void *message);
 extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int flags);
 
+#include <pthread.h>
+
+// Names a thread (at most 15 bytes) as `top -H` and /proc/PID/task/TID/comm show it.
+extern int pthread_setname_np(pthread_t thread, const char *name);
+
 /// Starts `path` with `argv` and `envp` as a hook: in a process group of its own, standard input from /dev/null,
 /// standard output and error to `output`, no other descriptor, no signal blocked, and SIGTERM, SIGINT, SIGHUP,
 /// SIGPIPE and every signal netdevd catches at their defaults. Sets `*pid`, and `*pidfd` to a close-on-exec pidfd
