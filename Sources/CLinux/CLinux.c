@@ -129,6 +129,12 @@ int netdevd_spawn(
     int saved = errno;
     sigset_t all, previous;
     sigfillset(&all);
+    // Except SIGCHLD while it has no handler (netdevd installs none): a hook exiting while this thread had it
+    // blocked made the signal pending instead of discarded, and every signal made pending wakes each signalfd of
+    // the process (libdispatch's manager thread sleeps on three): thousands of wake-ups in a burst. Unblocked, and
+    // at its default, it is discarded as it is sent, and no handler can run in the child.
+    struct sigaction child_action;
+    if (sigaction(SIGCHLD, NULL, &child_action) == 0 && child_action.sa_handler == SIG_DFL) sigdelset(&all, SIGCHLD);
     pthread_mutex_lock(&lock);
     // The system call itself, not pthread_sigmask: glibc's wrapper leaves its own two signals (32, 33) unblocked.
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &previous, _NSIG / 8);
