@@ -77,8 +77,9 @@ static int above_standard(int descriptor) {
     return descriptor > 2 ? descriptor : fcntl(descriptor, F_DUPFD, 3);
 }
 
-/// The child, from clone() to execve(). It shares netdevd's memory and runs with every signal blocked (the mask is
-/// inherited from the parent), so it calls only system call wrappers: no malloc, no locks, no Swift.
+/// The child, from clone() to execve(). It shares netdevd's memory and runs with every signal blocked but SIGCHLD
+/// at its default (the mask is inherited from the parent; it has no child to send it one), so it calls only system
+/// call wrappers: no malloc, no locks, no Swift.
 static int spawn_child(void *opaque) {
     struct spawn_request *request = opaque;
     // A handler of netdevd's must not run here, on memory netdevd uses: every caught signal goes back to its
@@ -133,9 +134,9 @@ int netdevd_spawn(
     // blocked made the signal pending instead of discarded, and every signal made pending wakes each signalfd of
     // the process (libdispatch's manager thread sleeps on three): thousands of wake-ups in a burst. Unblocked, and
     // at its default, it is discarded as it is sent, and no handler can run in the child.
+    pthread_mutex_lock(&lock);
     struct sigaction child_action;
     if (sigaction(SIGCHLD, NULL, &child_action) == 0 && child_action.sa_handler == SIG_DFL) sigdelset(&all, SIGCHLD);
-    pthread_mutex_lock(&lock);
     // The system call itself, not pthread_sigmask: glibc's wrapper leaves its own two signals (32, 33) unblocked.
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &previous, _NSIG / 8);
     *pidfd = -1;

@@ -39,8 +39,8 @@ final class JournalQueue: Sendable {
     private let writer: Writer
 
     /// Entries are handed to `write` in order, on the writer's thread, with the cache of normalised names; at most
-    /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB). Without a thread (the system refuses one),
-    /// each entry is written by the thread that appends it.
+    /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB). Without a thread (the system refuses one:
+    /// `TasksMax=`), a Dispatch queue writes them, as before the thread: never the thread that appends.
     init(limit: Int = 10_000, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
         self.limit = limit
         writer = Writer(limit: limit, write: write)
@@ -76,7 +76,7 @@ final class JournalQueue: Sendable {
             var dropped = 0
             /// Callers of ``drain()`` waiting for the writer to finish a batch.
             var drainers = 0
-            /// No thread: appends write on their own thread, one at a time.
+            /// No thread of its own: ``fallback`` writes.
             var threadless = false
             /// The queue is gone: the thread ends once nothing waits.
             var finished = false
@@ -87,10 +87,10 @@ final class JournalQueue: Sendable {
         private let wake = DispatchSemaphore(value: 0)
         private let batchWritten = DispatchSemaphore(value: 0)
         private let write: @Sendable (Item, JournalFieldNames) -> Void
-        /// Used only by the one thread that writes (the writer's, or, without one, under `threadlessWrite`).
+        /// Used only by the one thread that writes (the writer's, or, without one, `fallback`'s).
         private let names = JournalFieldNames()
-        /// Serialises writes when there is no writer thread.
-        private let threadlessWrite = Locked(())
+        /// Writes when the system gave no thread (serial: one batch at a time, in order).
+        private let fallback = DispatchQueue(label: "netdevd.journal")
 
         init(limit: Int, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
             self.limit = limit
@@ -100,19 +100,21 @@ final class JournalQueue: Sendable {
         func start() {
             let context = Unmanaged.passRetained(self).toOpaque()
             var thread = pthread_t()
+            // Made with every signal blocked (a thread starts with its creator's mask): what is sent to netdevd is
+            // read from signalfds, or ignored, and should wake nothing here.
+            var all = sigset_t()
+            var previous = sigset_t()
+            sigfillset(&all)
+            pthread_sigmask(SIG_SETMASK, &all, &previous)
             let started = pthread_create(
                 &thread, nil,
                 { context in
                     let writer = Unmanaged<Writer>.fromOpaque(context!).takeRetainedValue()
                     pthread_setname_np(pthread_self(), "netdevd-journal")
-                    // No signal for this thread: what is sent to netdevd is read from signalfds, or ignored, and
-                    // should wake nothing here.
-                    var all = sigset_t()
-                    sigfillset(&all)
-                    pthread_sigmask(SIG_BLOCK, &all, nil)
                     writer.run()
                     return nil
                 }, context)
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
             if started == 0 {
                 pthread_detach(thread)
             } else {
@@ -140,29 +142,31 @@ final class JournalQueue: Sendable {
                 defer { pending.scheduled = true }
                 return (!pending.scheduled, pending.threadless)
             }
-            if threadless {
-                drain()
-            } else if wakeWriter {
-                wake.signal()
+            if wakeWriter {
+                if threadless {
+                    fallback.async { [self] in
+                        while writeBatch() {}
+                    }
+                } else {
+                    wake.signal()
+                }
             }
         }
 
         func drain() {
             if pending.withLock({ $0.threadless }) {
-                threadlessWrite.withLock { _ in
+                fallback.sync {
                     while writeBatch() {}
                 }
                 return
             }
-            while true {
-                let waiting = pending.withLock { pending -> Bool in
-                    guard pending.scheduled else { return false }
-                    pending.drainers += 1
-                    return true
-                }
-                guard waiting else { return }
-                batchWritten.wait()
+            // Let go by the writer after the batch that took everything queued before (or at once when it is idle).
+            let waiting = pending.withLock { pending -> Bool in
+                guard pending.scheduled else { return false }
+                pending.drainers += 1
+                return true
             }
+            if waiting { batchWritten.wait() }
         }
 
         /// The thread: sleeps until woken, writes what waits, and ends once the queue is gone and nothing waits.

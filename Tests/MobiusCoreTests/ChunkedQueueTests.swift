@@ -6,8 +6,12 @@ import Testing
 struct ChunkedQueueTests {
     /// A value of a session event's size (a few hundred bytes).
     struct Large {
+        typealias Eight = (Int, Int, Int, Int, Int, Int, Int, Int)
         var id: Int
-        var padding = InlineArray<44, Int>(repeating: 0)
+        var padding: (Eight, Eight, Eight, Eight, Eight) = (
+            (0, 0, 0, 0, 0, 0, 0, 0), (0, 0, 0, 0, 0, 0, 0, 0),
+            (0, 0, 0, 0, 0, 0, 0, 0), (0, 0, 0, 0, 0, 0, 0, 0), (0, 0, 0, 0, 0, 0, 0, 0)
+        )
     }
 
     @Test("values come out in the order they went in, across many chunks")

@@ -1,5 +1,5 @@
-/// A FIFO of values stored in chunks of at most ``chunkBytes`` bytes, for a mailbox whose backlog can grow large
-/// under a flood.
+/// A FIFO of values stored in chunks of at most ``chunkBytes`` bytes (or 16 values of a type larger than a
+/// kibibyte), for a mailbox whose backlog can grow large under a flood.
 ///
 /// Appending never copies what is already queued beyond the chunk being filled (a growing array would copy the
 /// whole backlog, and would keep its doubled capacity), so the memory a backlog takes is close to the size of the
@@ -15,7 +15,7 @@ struct ChunkedQueue<Value> {
 
     /// The most values in one chunk: as many as fit in ``chunkBytes``, between 16 and 1,024.
     @usableFromInline static var chunkSize: Int {
-        Swift.min(1_024, Swift.max(16, chunkBytes / Swift.max(MemoryLayout<Value>.stride, 1)))
+        Swift.min(1_024, Swift.max(16, chunkBytes / MemoryLayout<Value>.stride))
     }
 
     @usableFromInline var full: [ContiguousArray<Value>] = []

@@ -3,8 +3,8 @@ public import Locking
 
 /// Carries values from any thread to one consumer on a dispatch queue, in FIFO order, one queued block per batch.
 ///
-/// A flood of values costs one `async` per batch rather than one per value, and the backlog is kept in fixed-size
-/// chunks, so memory grows by the size of the values alone and the receiving queue stays free for other work
+/// A flood of values costs one `async` per batch rather than one per value, and the backlog is kept in chunks of at
+/// most 16 KiB (``ChunkedQueue``), so memory grows by the size of the values alone and the receiving queue stays free for other work
 /// between batches. One batch is delivered at a
 /// time, so the consumer is never called concurrently, even on a concurrent queue.
 ///
