@@ -240,12 +240,12 @@ public final class Daemon: Sendable {
         } else {
             finished.wait()
         }
-        // The last journal entries ("netdevd stopped") and STOPPING=1 were queued for the journal's writer thread and
-        // the notification queue before the exit effect: let them out now, while the effect handlers are still connected (stopping the controller
-        // disconnects them, and work still queued is then dropped).
-        // A stopped netdevd's last state must not go on being reported as current; before the drain, so what the
-        // removal has to say reaches the journal.
+        // A stopped netdevd's last state must not go on being reported as current; removed before the drain, so what
+        // the removal has to say reaches the journal.
         textfile.stop()
+        // The last journal entries ("netdevd stopped") and STOPPING=1 were queued for the journal's writer thread and
+        // the notification queue before the exit effect: let them out now, while the effect handlers are still
+        // connected (stopping the controller disconnects them, and work still queued is then dropped).
         effects.drain()
         started?.stop()
         controller.stop()

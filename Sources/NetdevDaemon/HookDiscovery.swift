@@ -218,7 +218,7 @@ final class HookDiscovery: Sendable {
     /// every symlink, in the hook's path, in a link's text or in a directory on the way, so each link of a chain
     /// (hook -> /opt/a/link -> /usr/lib/x/file) has its own directory examined.
     static func pathRefusal(_ path: String) -> String? {
-        var pending = Array(path.split(separator: "/").reversed())
+        var pending = Array(names(of: path).reversed())
         var directory = path.hasPrefix("/") ? "/" : currentDirectory()
         var examined: Set<String> = []
         var followed = 0
@@ -260,7 +260,7 @@ final class HookDiscovery: Sendable {
                 return "is reached through \(entry), which cannot be read: \(String(cString: strerror(errno)))"
             }
             if text.hasPrefix("/") { directory = "/" }
-            pending.append(contentsOf: text.split(separator: "/").reversed())
+            pending.append(contentsOf: names(of: text).reversed())
         }
         return nil
     }
@@ -274,7 +274,14 @@ final class HookDiscovery: Sendable {
 
     /// The directory part of `path` (`/` for a file at the root, `.` for a bare name).
     static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
+        let bytes = path.utf8
+        guard let slash = bytes.lastIndex(of: UInt8(ascii: "/")) else { return "." }
+        return slash == bytes.startIndex ? "/" : String(Substring(bytes[..<slash]))
+    }
+
+    /// The names in `path` as the kernel splits it: at every `/` byte, empty names dropped. (Split on characters, a
+    /// `/` followed by a combining mark would be one character, and no separator.)
+    static func names(of path: String) -> [Substring] {
+        path.utf8.split(separator: UInt8(ascii: "/")).map { Substring($0) }
     }
 }

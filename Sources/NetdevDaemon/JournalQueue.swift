@@ -208,7 +208,8 @@ final class JournalQueue: Sendable {
 }
 
 /// Normalised journal field names by the session's field name, and parsed message ids by catalog id.
-/// `@unchecked Sendable`: used only on the journal queue's thread (``JournalQueue`` hands it to its writer there).
+/// `@unchecked Sendable`: used by one writer only, the journal's writer thread (or, without one, its serial fallback
+/// queue): ``JournalQueue`` hands it to `write` there.
 final class JournalFieldNames: @unchecked Sendable {
     private var known: [String: JournalFieldName] = [:]
     private var messageIDs: [String: JournalMessageID] = [:]

@@ -6,14 +6,20 @@ import NetdevSession
 import Systemd
 import Testing
 
+/// A fresh directory named after `prefix` for `body`, removed at its end. (A removal that fails leaves scratch files
+/// in the temporary directory: nothing a test asserts, so it is not checked.)
+func withTemporaryDirectory<Result>(_ prefix: String, _ body: (String) throws -> Result) throws -> Result {
+    let directory = NSTemporaryDirectory() + "\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    return try body(directory)
+}
+
 @Suite("Hook discovery and NETDEVD_JSON")
 struct HookDiscoveryTests {
     /// A fresh directory for one test, removed by `body`'s end.
     func withDirectory(_ body: (String) throws -> Void) throws {
-        let directory = NSTemporaryDirectory() + "netdevd-discovery-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try body(directory)
+        try withTemporaryDirectory("netdevd-discovery", body)
     }
 
     func install(_ path: String, mode: Int = 0o755) {
@@ -317,48 +323,43 @@ struct HookDiscoveryTests {
 @Suite("Hook supervision")
 struct HookSupervisionTests {
     /// Runs `script` as the only hook, once, for a link called `subjectName` with `environment`, and returns its
-    /// outcome (waiting up to 10 s).
-    func runOnce(_ script: String, subjectName: String, environment: [LogField] = []) throws -> HookOutcome {
-        let directory = NSTemporaryDirectory() + "netdevd-supervision-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let hook = directory + "/50-hook"
-        #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
-        #expect(chmod(hook, 0o755) == 0)
-        let runner = HookRunner(directories: [directory], log: { _ in })
-        let result = Locked<HookRunResult?>(nil)
-        let run = HookRun(
-            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: subjectName, environment: environment,
-            link: nil, device: nil, timeoutMilliseconds: 5_000)
-        runner.start(run, timeoutMilliseconds: 5_000) { finished in result.withLock { $0 = finished } }
-        let deadline = Date().addingTimeInterval(10)
-        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        return try #require(result.withLock { $0 }?.hooks.first)
+    /// outcome (waiting up to 10 s); `whileRunning` is called once the run has started.
+    func runOnce(
+        _ script: String, subjectName: String, environment: [LogField] = [], timeoutMilliseconds: Int = 5_000,
+        target: DispatchQueue? = nil, killGrace: DispatchTimeInterval = .seconds(5), whileRunning: () -> Void = {}
+    ) throws -> HookOutcome {
+        try withTemporaryDirectory("netdevd-supervision") { directory in
+            let hook = directory + "/50-hook"
+            #expect(FileManager.default.createFile(atPath: hook, contents: Data(script.utf8)))
+            #expect(chmod(hook, 0o755) == 0)
+            let runner = HookRunner(directories: [directory], killGrace: killGrace, target: target, log: { _ in })
+            let result = Locked<HookRunResult?>(nil)
+            let run = HookRun(
+                id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: subjectName,
+                environment: environment, link: nil, device: nil, timeoutMilliseconds: timeoutMilliseconds)
+            runner.start(run, timeoutMilliseconds: timeoutMilliseconds) { finished in
+                result.withLock { $0 = finished }
+            }
+            whileRunning()
+            let deadline = Date().addingTimeInterval(10)
+            while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+            return try #require(result.withLock { $0 }?.hooks.first)
+        }
     }
 
     @Test("a hook that never stops writing is stopped at its timeout, and its queue's other work goes on meanwhile")
     func endlessOutput() throws {
-        let directory = NSTemporaryDirectory() + "netdevd-chatty-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let hook = directory + "/50-chatty"
-        #expect(FileManager.default.createFile(atPath: hook, contents: Data("#!/bin/sh\nexec yes\n".utf8)))
-        #expect(chmod(hook, 0o755) == 0)
         // The daemon's arrangement: the hooks' queue targets the loop's.
         let loop = DispatchQueue(label: "hook-supervision-test.loop")
-        let runner = HookRunner(directories: [directory], killGrace: .milliseconds(500), target: loop, log: { _ in })
-        let result = Locked<HookRunResult?>(nil)
-        let run = HookRun(
-            id: 1, subject: .link(index: 9), event: .linkAdded, subjectName: "chatty0", environment: [],
-            link: nil, device: nil, timeoutMilliseconds: 700)
-        runner.start(run, timeoutMilliseconds: 700) { finished in result.withLock { $0 = finished } }
-        usleep(200_000)
-        let answered = DispatchSemaphore(value: 0)
-        loop.async { answered.signal() }
-        #expect(answered.wait(timeout: .now() + 2) == .success, "the loop's queue answers while the hook writes")
-        let deadline = Date().addingTimeInterval(10)
-        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        let outcome = try #require(result.withLock { $0 }?.hooks.first)
+        let outcome = try runOnce(
+            "#!/bin/sh\nexec yes\n", subjectName: "chatty0", timeoutMilliseconds: 700, target: loop,
+            killGrace: .milliseconds(500)
+        ) {
+            usleep(200_000)
+            let answered = DispatchSemaphore(value: 0)
+            loop.async { answered.signal() }
+            #expect(answered.wait(timeout: .now() + 2) == .success, "the loop's queue answers while the hook writes")
+        }
         #expect(outcome.status == .timedOut)
         #expect(outcome.outputTail.hasSuffix("y"))
     }
