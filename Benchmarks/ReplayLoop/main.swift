@@ -7,7 +7,8 @@
 // the loop processed, hook results included). Decoding happens before the measured function; callgrind counts
 // only `netdevd_replay_measured` (--toggle-collect), which starts a loop from a new model, dispatches every event,
 // reads the last model and disposes the loop. Effects go to a handler that drops them, and an observer receives
-// every model, as the control plane's view does.
+// every model, as the control plane's view does. The model makes journal entries up to priority 6, as the daemon
+// does by default.
 
 import Foundation
 import MobiusCore
@@ -27,7 +28,7 @@ func replay(_ events: [Event], tally: Tally) -> Model {
         Connection(acceptClosure: { _ in tally.effects += 1 }, disposeClosure: {})
     }
     let loop = Mobius.loop(update: Session.loopUpdate, effectHandler: handler)
-        .start(from: Session.initiate(Model()).model)
+        .start(from: Session.initiate(Model(maximumLogPriority: 6)).model)
     let observer = loop.addObserver { _ in tally.models += 1 }
     for event in events {
         loop.dispatchEvent(event)

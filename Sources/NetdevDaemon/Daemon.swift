@@ -193,7 +193,7 @@ public final class Daemon: Sendable {
             builder = builder.withLogger(eventRecorder)
         }
         let controller = builder.makeController(
-            from: Model(configuration: configuration),
+            from: Model(configuration: configuration, maximumLogPriority: options.maximumPriority),
             initiate: Session.initiate,
             loopQueue: loopQueue,
             // The control service takes a model in a few instructions and encodes for monitors on a queue of its

@@ -120,7 +120,8 @@ public struct OfflineReplay: Sendable {
     /// Replays `recording`; journal entries above `maximumPriority` (7 debug ... 3 error) are left out, as the
     /// daemon leaves them out of the journal.
     public init(_ recording: Recording, maximumPriority: Int = 6) {
-        let start = Session.initiate(Model(configuration: recording.configuration ?? Configuration()))
+        let start = Session.initiate(
+            Model(configuration: recording.configuration ?? Configuration(), maximumLogPriority: maximumPriority))
         model = start.model
         collect(start.effects, step: 0, maximumPriority: maximumPriority)
         for (index, event) in recording.events.enumerated() {

@@ -174,6 +174,7 @@ extension Transition {
             effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
         }
         model.hooks.droppedSinceSummary += 1
+        guard keeps(7) else { return }
         var fields = [LogField(LogField.Name.hookEvent, event.rawValue)]
         if let run { fields.append(LogField(LogField.Name.hookRun, String(run))) }
         log(
@@ -208,31 +209,34 @@ extension Transition {
     mutating func hookRunFinished(_ result: HookRunResult) {
         guard let (subject, run) = model.hooks.running.first(where: { $0.value.id == result.runID }) else { return }
         model.hooks.running[subject] = nil
-        let fields = [
-            LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id)),
-        ]
+        // Made only for the entries made (see below).
+        let fields = {
+            [LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id))]
+        }
         if model.phase == .stopping {
             // Stopped by the stop (SIGTERM to each running run), or ended on its own meanwhile: a notice each.
             let ends = result.hooks.map { "\($0.name): \(describe($0.status))" }
             log(
                 5, result.succeeded ? .hookRunFinished : .hookRunFailed,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) stopped with netdevd: \(ends.joined(separator: "; "))",
-                fields)
+                fields())
         } else if result.succeeded {
             // Debug: hooks that did their job are not news (a burst runs thousands); failures are warnings, and
-            // the counters in `netdevctl status` count every run.
-            let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
-            log(
-                7, .hookRunFinished,
-                "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
-                fields)
+            // the counters in `netdevctl status` count every run. Made only when the daemon keeps debug entries.
+            if keeps(7) {
+                let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
+                log(
+                    7, .hookRunFinished,
+                    "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
+                    fields())
+            }
         } else {
             model.counters.hookRunsFailed += 1
             let failures = result.hooks.filter { $0.status != .exited(0) }.map { "\($0.name): \(describe($0.status))" }
             log(
                 4, .hookRunFailed,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) failed: \(failures.joined(separator: "; "))",
-                fields)
+                fields())
         }
         if model.phase == .stopping {
             if model.hooks.running.isEmpty {

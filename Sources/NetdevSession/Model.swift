@@ -82,14 +82,17 @@ public struct Model: Codable, Sendable, Equatable {
     /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
     /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
+    /// The least urgent journal priority the daemon keeps (7 debug ... 3 error): entries above it are not made at
+    /// all, so a burst does not build thousands of debug texts that the daemon would only drop.
+    public var maximumLogPriority: Int
 
     private var storedConfiguration: Configuration
     private var storedLinks: TreeDictionary<Int32, Link>
     /// What ``onlineState`` follows from, always equal to a count over ``links`` under ``configuration``.
     private var online: OnlineTally
 
-    /// A session about to start, with `configuration`.
-    public init(configuration: Configuration = Configuration()) {
+    /// A session about to start, with `configuration`, making journal entries up to `maximumLogPriority`.
+    public init(configuration: Configuration = Configuration(), maximumLogPriority: Int = 7) {
         phase = .starting
         storedConfiguration = configuration
         storedLinks = [:]
@@ -104,6 +107,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = [:]
         counters = Counters()
         changeSequence = 0
+        self.maximumLogPriority = maximumLogPriority
     }
 
     /// Replaces the link at `index`, or removes it when `link` is `nil`, adjusting the online tally: O(log n).
@@ -134,7 +138,7 @@ public struct Model: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
-        case hooks, nextHookRunID, debouncing, counters, changeSequence
+        case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority
     }
 
     /// Decodes a model; the online tally is counted from the links.
@@ -154,6 +158,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = try container.decode([HookSubject: OperationalState].self, forKey: .debouncing)
         counters = try container.decode(Counters.self, forKey: .counters)
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
+        maximumLogPriority = try container.decodeIfPresent(Int.self, forKey: .maximumLogPriority) ?? 7
     }
 
     /// Encodes the model without its tally (which follows from the links).
@@ -172,6 +177,7 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(debouncing, forKey: .debouncing)
         try container.encode(counters, forKey: .counters)
         try container.encode(changeSequence, forKey: .changeSequence)
+        try container.encode(maximumLogPriority, forKey: .maximumLogPriority)
     }
 }
 

@@ -106,8 +106,16 @@ struct Transition {
         return .next(model, effects: effects)
     }
 
+    /// Adds a journal entry, unless `priority` is above what the daemon keeps.
     mutating func log(_ priority: Int, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
+        guard keeps(priority) else { return }
         effects.append(.log(LogEntry(priority: priority, message: message, kind: kind, fields: fields)))
+    }
+
+    /// `true` when entries of `priority` are kept: a debug entry that a burst would make thousands of times is
+    /// built only then.
+    func keeps(_ priority: Int) -> Bool {
+        priority <= model.maximumLogPriority
     }
 
     /// `STATUS=` text: what is tracked and whether the host is online.

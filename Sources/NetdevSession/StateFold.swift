@@ -240,15 +240,20 @@ extension Transition {
         }
         for path in paths {
             switch (previous.device(path), model.devices[path]) {
+            // An interface's device is at debug, which the daemon usually drops: its entry is then not made.
             case (nil, let device?):
-                log(
-                    Self.devicePriority(device), .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
-                    deviceFields(device))
+                if keeps(Self.devicePriority(device)) {
+                    log(
+                        Self.devicePriority(device), .deviceAdded,
+                        "\(device.subsystem) device \(device.sysname) added", deviceFields(device))
+                }
                 if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
             case (let device?, nil):
-                log(
-                    Self.devicePriority(device), .deviceRemoved,
-                    "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
+                if keeps(Self.devicePriority(device)) {
+                    log(
+                        Self.devicePriority(device), .deviceRemoved,
+                        "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
+                }
                 if hooks { enqueueDeviceRun(device, event: .deviceRemoved) }
             default:
                 break
