@@ -1,8 +1,9 @@
 import Foundation
 import KernelTestSupport
-import NetdevDaemon
 import NetdevSession
 import Testing
+
+@testable import NetdevDaemon
 
 /// The samples of a text exposition, by series (`name{labels}`).
 func samples(_ bytes: [UInt8]) -> [String: Double] {
@@ -85,6 +86,23 @@ struct MetricsTests {
         values = samples(exporter.render(session.model, clients: 0))
         #expect(values.keys.filter { $0.hasPrefix("netdevd_link_") }.isEmpty)
         #expect(values[#"netdevd_online_state{state="offline"}"#] == 1)
+    }
+
+    @Test("the per-link table gives back its room when the links go, and keeps counting the ones that stay")
+    func linkTableShrinks() {
+        var session = RecordedSession(links: [], clock: { 1_000 })
+        for index in Int32(2)...1_001 {
+            session.apply(.linkChanged(linkState(index, "veth\(index)", up: true)))
+        }
+        session.apply(.linkChanged(linkState(2, "veth2", up: false)))
+        let grown = session.recorder.linkCapacity
+        #expect(grown >= 1_000)
+        for index in Int32(3)...1_001 {
+            session.apply(.linkRemoved(index: index))
+        }
+        #expect(session.recorder.snapshot().links.count == 1)
+        #expect(session.recorder.linkCapacity < grown / 4)
+        #expect(session.recorder.snapshot().links[2]?.stateChanges == 1)
     }
 
     @Test("two links of one name (a rename racing a new link) share one set of series, which goes with the last")
