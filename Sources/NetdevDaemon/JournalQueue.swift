@@ -41,10 +41,13 @@ final class JournalQueue: Sendable {
     /// Entries are handed to `write` in order, on the writer's thread, with the cache of normalised names; at most
     /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB). Without a thread (the system refuses one:
     /// `TasksMax=`), a Dispatch queue writes them, as before the thread: never the thread that appends.
-    init(limit: Int = 10_000, write: @escaping @Sendable (Item, JournalFieldNames) -> Void) {
+    /// `startsThread: false` stands for a system that refuses the thread (tests take that path with it).
+    init(
+        limit: Int = 10_000, startsThread: Bool = true, write: @escaping @Sendable (Item, JournalFieldNames) -> Void
+    ) {
         self.limit = limit
         writer = Writer(limit: limit, write: write)
-        writer.start()
+        writer.start(thread: startsThread)
     }
 
     deinit {
@@ -97,7 +100,11 @@ final class JournalQueue: Sendable {
             self.write = write
         }
 
-        func start() {
+        func start(thread: Bool) {
+            guard thread else {
+                pending.withLock { $0.threadless = true }
+                return
+            }
             let context = Unmanaged.passRetained(self).toOpaque()
             var thread = pthread_t()
             // Made with every signal blocked (a thread starts with its creator's mask): what is sent to netdevd is

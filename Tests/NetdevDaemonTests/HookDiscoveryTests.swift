@@ -261,6 +261,27 @@ struct HookDiscoveryTests {
                     // Sticky but writable by root alone: nobody else can put a link there, whoever owns it.
                     #expect(chmod(chain, 0o1755) == 0)
                     #expect(refusal("60-through") == nil)
+                    #expect(chmod(chain, 0o755) == 0)
+
+                    // '..' in a link's text is the parent of the directory the link is in (of a symlinked
+                    // directory's target, as the kernel resolves it): the target's directory is what counts.
+                    let targetName = String(target.split(separator: "/").last!)
+                    #expect(symlink("../\(targetName)/file", chain + "/up") == 0)
+                    #expect(symlink(chain + "/up", directory + "/70-dotdot") == 0)
+                    #expect(symlink(chain + "/directory/../\(targetName)/file", directory + "/71-physical") == 0)
+                    #expect(refusal("70-dotdot") == nil)
+                    #expect(refusal("71-physical") == nil)
+                    #expect(chmod(target, 0o777) == 0)
+                    #expect(refusal("70-dotdot") == "is in \(target), which is writable by group or others")
+                    #expect(refusal("71-physical") == "is in \(target), which is writable by group or others")
+                    #expect(chmod(target, 0o755) == 0)
+
+                    // A loop of symlinks is refused, with the kernel's reason, and discovery goes on.
+                    #expect(symlink(chain + "/loop-b", chain + "/loop-a") == 0)
+                    #expect(symlink(chain + "/loop-a", chain + "/loop-b") == 0)
+                    #expect(symlink(chain + "/loop-a", directory + "/80-loop") == 0)
+                    #expect(refusal("80-loop") == "cannot be examined: \(String(cString: strerror(ELOOP)))")
+                    #expect(refusal("50-chain") == nil)
                     #expect(refusal("99-missing") == "")
                 }
             }

@@ -49,6 +49,38 @@ struct JournalQueueTests {
         #expect(Self.writerThreads().isDisjoint(with: own), "the writer thread outlived its queue")
     }
 
+    @Test("without a thread of its own, entries are written in order, never by an append, all by drain")
+    func threadless() {
+        let before = Self.writerThreads()
+        let written = Locked<[String]>([])
+        // The threads inside `append` now, and the writes made by one of them (the loop must never write).
+        let appending = Locked<Set<UInt>>([])
+        let writesInAppend = Locked(0)
+        @Sendable func current() -> UInt { UInt(bitPattern: Int(bitPattern: pthread_self())) }
+        let queue = JournalQueue(startsThread: false) { item, _ in
+            guard case .made(let entry) = item else { return }
+            if appending.withLock({ $0.contains(current()) }) { writesInAppend.withLock { $0 += 1 } }
+            // Slow now and then, so that appends find the writer busy and queue behind it.
+            if written.withLock({ $0.count }) % 500 == 0 { usleep(2_000) }
+            written.withLock { $0.append(entry.value(of: .message) ?? "") }
+        }
+        #expect(Self.writerThreads() == before, "no writer thread was made")
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for number in 0..<1_000 {
+                appending.withLock { _ = $0.insert(current()) }
+                queue.append(JournalEntry(message: "\(thread) \(number)"))
+                appending.withLock { _ = $0.remove(current()) }
+            }
+        }
+        queue.drain()
+        let messages = written.withLock { $0 }
+        #expect(messages.count == 4_000)
+        for thread in 0..<4 {
+            #expect(messages.filter { $0.hasPrefix("\(thread) ") } == (0..<1_000).map { "\(thread) \($0)" })
+        }
+        #expect(writesInAppend.withLock { $0 } == 0, "an append wrote")
+    }
+
     @Test("a blocked journal holds at most the limit; the rest are counted and said once the writer moves again")
     func boundedWhileBlocked() {
         let written = Locked<[String]>([])
