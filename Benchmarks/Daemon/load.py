@@ -18,6 +18,8 @@ creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them wit
     bursts and after them;
   - the binary's size.
 
+netdevd runs with the `Environment=` settings of Packaging/systemd/netdevd.service, as systemd runs it.
+
 Every figure is printed as a line `name: value`, and the whole as JSON with --json FILE.
 """
 
@@ -36,6 +38,23 @@ import time
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAIRS = 500
+UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Packaging", "systemd",
+                    "netdevd.service")
+
+
+def unit_environment(path):
+    """The `Environment=` settings of the service unit the package ships (one NAME=VALUE each), so that netdevd is
+    measured as systemd runs it."""
+    environment = {}
+    with open(path) as unit:
+        for line in unit:
+            if line.startswith("Environment="):
+                name, _, value = line[len("Environment="):].strip().partition("=")
+                environment[name] = value
+    return environment
+
+
+UNIT_ENVIRONMENT = unit_environment(UNIT)
 
 
 def proc_stat(pid):
@@ -143,6 +162,7 @@ class Daemon:
         if record:
             arguments += ["--record", record]
         environment = dict(os.environ, NOTIFY_SOCKET=self.notify.path)
+        environment.update(UNIT_ENVIRONMENT)
         if os.environ.get("LOAD_GDB") and name == "main":
             arguments = ["gdb", "-q", "-batch", "-ex", "handle SIGPIPE nostop noprint", "-ex", "handle SIGTERM nostop",
                          "-ex", "run", "-ex", "thread apply all bt 25", "--args"] + arguments
@@ -436,6 +456,7 @@ def main():
     subprocess.run(["strip", stripped], check=True)
     figures["binary size (MB)"] = round(os.path.getsize(binary) / 1e6, 1)
     figures["binary size, stripped (MB)"] = round(os.path.getsize(stripped) / 1e6, 1)
+    figures["environment from netdevd.service"] = " ".join(f"{k}={v}" for k, v in UNIT_ENVIRONMENT.items())
     os.unlink(stripped)
 
     journald = own_netns_pids("systemd-journal")
