@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import shutil
+import shlex
 import signal
 import socket
 import statistics
@@ -43,13 +44,21 @@ UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Pac
 
 
 def unit_environment(path):
-    """The `Environment=` settings of the service unit the package ships (one NAME=VALUE each), so that netdevd is
-    measured as systemd runs it."""
+    """The `Environment=` settings of the service unit the package ships, so that netdevd is measured as systemd
+    runs it: each line's words split as systemd splits them (quotes, several assignments on a line), an empty
+    `Environment=` resetting what came before. A word that is no assignment stops the harness."""
     environment = {}
     with open(path) as unit:
         for line in unit:
-            if line.startswith("Environment="):
-                name, _, value = line[len("Environment="):].strip().partition("=")
+            if not line.startswith("Environment="):
+                continue
+            words = shlex.split(line[len("Environment="):])
+            if not words:
+                environment = {}
+            for word in words:
+                name, equals, value = word.partition("=")
+                if not name or not equals:
+                    sys.exit(f"load.py: {path}: cannot read {line.strip()!r}")
                 environment[name] = value
     return environment
 

@@ -9,11 +9,14 @@
 // functions that ran on standard output, one a line, in first-run order, and exits with PROGRAM's status
 // (128+N if signal N killed it). PROGRAM's own standard output goes to fcov's standard error.
 //
-// What is traced: PROGRAM's threads (PTRACE_O_TRACECLONE), which share its memory and breakpoints.
-// Not traced: processes it forks or spawns. They start with a copy of the breakpoints, harmless as long
-// as they run none of PROGRAM's code before exec; netdevd's hooks start with posix_spawn, whose child
-// runs only libc. Signals are passed on, so SIGTERM stops PROGRAM the usual way and fcov then reports;
-// SIGSTOP is the exception (new threads start with one).
+// What is traced: PROGRAM's threads (PTRACE_O_TRACECLONE), which share its memory and breakpoints, and
+// the children it starts with vfork or clone(CLONE_VFORK) (PTRACE_O_TRACEVFORK) until they exec: netdevd's
+// hooks start through netdevd_spawn, whose child shares netdevd's memory and runs its code up to the exec,
+// so an untraced child would die of the first int3 it met (SIGTRAP). Their hits count like any thread's,
+// and they are let go at their exec. Not traced: processes forked without shared memory; they start with a
+// copy of the breakpoints, harmless as long as they run none of PROGRAM's code before exec. Signals are
+// passed on, so SIGTERM stops PROGRAM the usual way and fcov then reports; SIGSTOP is the exception (new
+// threads and children start with one).
 //
 // x86-64 Linux only (int3, rip). Build: cc -O2 -o fcov fcov.c
 #define _GNU_SOURCE
@@ -140,7 +143,8 @@ int main(int argc, char **argv) {
         if (pwrite(memory, &int3, 1, bias + address[i]) != 1) fail("writing a breakpoint");
     }
     // EXITKILL: if fcov dies, the program must not run on with int3s in its text.
-    ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL);
+    ptrace(PTRACE_SETOPTIONS, pid, 0,
+        PTRACE_O_TRACECLONE | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL);
     ptrace(PTRACE_CONT, pid, 0, 0);
 
     int exitStatus = 99;
@@ -156,8 +160,13 @@ int main(int argc, char **argv) {
             break;
         }
         int signal = WSTOPSIG(status);
+        if (status >> 16 == PTRACE_EVENT_EXEC && thread != pid) {
+            // A vforked child became another program, with memory of its own and no breakpoints.
+            ptrace(PTRACE_DETACH, thread, 0, 0);
+            continue;
+        }
         if (status >> 16 != 0 || signal == SIGSTOP) {
-            // A clone event, or a new thread's first stop: nothing to deliver.
+            // A clone or vfork event, or a new thread's or child's first stop: nothing to deliver.
             ptrace(PTRACE_CONT, thread, 0, 0);
             continue;
         }

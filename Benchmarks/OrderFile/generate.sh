@@ -27,10 +27,12 @@ if [ -n "${_NETDEVD_ORDER_WORK:-}" ]; then
     # The harness sets these; without them the `ip link` below would change the host's links.
     [ -n "${NETDEVD_TEST_HARNESS:-}" ] && [ -n "${NETDEVD_TEST_NETNS:-}" ] || die "not inside the harness"
 
-    mkdir "$WORK/hooks"
+    # Not writable by others whatever the umask: netdevd refuses hooks in such a directory.
+    mkdir -m 0755 "$WORK/hooks"
     # A hook, as on a host that has one: its start, supervision and end are code every burst runs (left out of
-    # the list, they were spread over .text, and a burst left 400 KiB more of it resident).
-    printf '#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >/dev/null\n' >"$WORK/hooks/50-order"
+    # the list, they were spread over .text). It leaves a mark, so that a hook netdevd refused cannot go
+    # unnoticed.
+    printf '#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >>"%s"\n' "$WORK/hook-ran" >"$WORK/hooks/50-order"
     chmod 0755 "$WORK/hooks/50-order"
     ln -s "$BINARY" "$WORK/netdevctl"   # one binary; the name it runs under picks the program
     export NETDEVD_SOCKET=$WORK/io.netdevd
@@ -63,6 +65,7 @@ if [ -n "${_NETDEVD_ORDER_WORK:-}" ]; then
     sleep 0.5
     netdevctl links
     netdevctl status
+    [ -s "$WORK/hook-ran" ] || { kill -TERM "$NETDEVD"; die "the hook did not run (refused?)"; }
     kill -HUP "$NETDEVD"
     sleep 0.5
     netdevctl status    # a request after the reload

@@ -227,7 +227,8 @@ extension Transition {
                 let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
                 log(
                     7, .hookRunFinished,
-                    "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in \(total) ms",
+                    "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in "
+                        + "\(total) ms",
                     fields())
             }
         } else {

@@ -106,11 +106,16 @@ struct Transition {
         return .next(model, effects: effects)
     }
 
-    /// Adds a journal entry, unless `priority` is above what the daemon keeps.
+    /// Adds a journal entry, unless `priority` is above what the daemon keeps and the entry is not one that the
+    /// daemon counts whatever the journal keeps (``countedKinds``).
     mutating func log(_ priority: Int, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
-        guard keeps(priority) else { return }
+        guard keeps(priority) || Self.countedKinds.contains(kind) else { return }
         effects.append(.log(LogEntry(priority: priority, message: message, kind: kind, fields: fields)))
     }
+
+    /// Entries the daemon reads before the journal's level applies (its metrics count each link's life, ignored
+    /// links' at debug included, and each monitor's lost events): always made.
+    static let countedKinds: Set<MessageKind> = [.linkAdded, .linkStateChanged, .linkRemoved, .resyncStarted]
 
     /// `true` when entries of `priority` are kept: a debug entry that a burst would make thousands of times is
     /// built only then.

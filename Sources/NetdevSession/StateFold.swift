@@ -242,17 +242,19 @@ extension Transition {
             switch (previous.device(path), model.devices[path]) {
             // An interface's device is at debug, which the daemon usually drops: its entry is then not made.
             case (nil, let device?):
-                if keeps(Self.devicePriority(device)) {
+                let priority = Self.devicePriority(device)
+                if keeps(priority) {
                     log(
-                        Self.devicePriority(device), .deviceAdded,
-                        "\(device.subsystem) device \(device.sysname) added", deviceFields(device))
+                        priority, .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
+                        deviceFields(device))
                 }
                 if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
             case (let device?, nil):
-                if keeps(Self.devicePriority(device)) {
+                let priority = Self.devicePriority(device)
+                if keeps(priority) {
                     log(
-                        Self.devicePriority(device), .deviceRemoved,
-                        "\(device.subsystem) device \(device.sysname) removed", deviceFields(device))
+                        priority, .deviceRemoved, "\(device.subsystem) device \(device.sysname) removed",
+                        deviceFields(device))
                 }
                 if hooks { enqueueDeviceRun(device, event: .deviceRemoved) }
             default:

@@ -23,9 +23,13 @@ struct RecordedSession {
     var model: Model
     let recorder: MetricsRecorder
 
-    init(links: [LinkState], clock: @escaping @Sendable () -> Double) {
+    /// `maximumLogPriority` is the daemon's `--log-level` (7, debug, makes every entry).
+    init(
+        links: [LinkState], configuration: Configuration = Configuration(), maximumLogPriority: Int = 7,
+        clock: @escaping @Sendable () -> Double
+    ) {
         recorder = MetricsRecorder(clock: clock)
-        let first = Session.initiate(Model())
+        let first = Session.initiate(Model(configuration: configuration, maximumLogPriority: maximumLogPriority))
         model = first.model
         let links = links.map { Link(state: $0) }
         apply(.enumerated(generation: model.enumerationGeneration, snapshot: Snapshot(links: links, devices: [])))
@@ -86,6 +90,26 @@ struct MetricsTests {
         values = samples(exporter.render(session.model, clients: 0))
         #expect(values.keys.filter { $0.hasPrefix("netdevd_link_") }.isEmpty)
         #expect(values[#"netdevd_online_state{state="offline"}"#] == 1)
+    }
+
+    @Test("an ignored link is counted at the daemon's default log level, where its entries are debug")
+    func ignoredLinkCounted() {
+        let time = Protected(1_000.0)
+        var session = RecordedSession(
+            links: [linkState(7, "veth7", up: false)], configuration: Configuration(ignoredInterfaces: ["veth*"]),
+            maximumLogPriority: 6
+        ) { time.withLock { $0 } }
+        let exporter = MetricsExporter(recorder: session.recorder, version: "1")
+        time.withLock { $0 = 1_500 }
+        session.apply(.linkChanged(linkState(7, "veth7", up: true)))
+        session.apply(.linkChanged(linkState(8, "veth8", up: true)))
+        let values = samples(exporter.render(session.model, clients: 0))
+        #expect(values[#"netdevd_link_state_changes_total{link="veth7"}"#] == 1)
+        #expect(values[#"netdevd_link_last_change_timestamp_seconds{link="veth7"}"#] == 1_500)
+        #expect(values[#"netdevd_link_last_change_timestamp_seconds{link="veth8"}"#] == 1_500)
+        // Gone while ignored: its counts go with it, so a new link under its index starts from nothing.
+        session.apply(.linkRemoved(index: 7))
+        #expect(session.recorder.snapshot().links[7] == nil)
     }
 
     @Test("the per-link table gives back its room when the links go, and keeps counting the ones that stay")
