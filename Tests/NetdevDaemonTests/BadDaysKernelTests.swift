@@ -347,13 +347,17 @@ struct BadDaysKernelTests {
         }
         clients.start()
         let pairs = 40
+        let lineCount = { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").count }
         try ipBatch((0..<pairs).map { "link add fd\($0)a type veth peer name fd\($0)b" })
+        // The added runs first: an added run still waiting when its subject goes is cancelled with the removal
+        // (neither runs, by design), which made the count below fall short now and then (a device's uevent comes
+        // through udevd, later than its link's).
+        let added = waitUntil(timeout: 60) { lineCount() >= 4 * pairs }
+        #expect(added, "\(lineCount()) added runs of \(4 * pairs)")
         try ipBatch((0..<pairs).map { "link del fd\($0)a" })
         // Every link and device added and removed: 4 runs per link, 2 links per pair.
         let runs = 8 * pairs
-        let finished = waitUntil(timeout: 60) {
-            ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").count >= runs
-        }
+        let finished = waitUntil(timeout: 60) { lineCount() >= runs }
         connecting.withLock { $0 = false }
         let lines = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n")
         #expect(finished, "\(lines.count) hook runs of \(runs)")
