@@ -83,7 +83,7 @@ public final class MetricsRecorder: Sendable {
 
     /// Notes what a session journal entry says about a link (added, state changed, removed) or a monitor (it lost
     /// events). Every other entry costs a comparison. The session makes these whatever the journal's level
-    /// (`Transition.countedKinds`), so an ignored link's debug entries are counted too.
+    /// (`Transition.makes`), so an ignored link's debug entries are counted too.
     public func note(_ entry: LogEntry) {
         switch entry.kind {
         case .linkAdded, .linkStateChanged, .linkRemoved:

@@ -174,7 +174,7 @@ extension Transition {
             effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
         }
         model.hooks.droppedSinceSummary += 1
-        guard keeps(7) else { return }
+        guard makes(7, .hookRunDropped) else { return }
         var fields = [LogField(LogField.Name.hookEvent, event.rawValue)]
         if let run { fields.append(LogField(LogField.Name.hookRun, String(run))) }
         log(
@@ -223,7 +223,7 @@ extension Transition {
         } else if result.succeeded {
             // Debug: hooks that did their job are not news (a burst runs thousands); failures are warnings, and
             // the counters in `netdevctl status` count every run. Made only when the daemon keeps debug entries.
-            if keeps(7) {
+            if makes(7, .hookRunFinished) {
                 let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
                 log(
                     7, .hookRunFinished,

@@ -106,21 +106,22 @@ struct Transition {
         return .next(model, effects: effects)
     }
 
-    /// Adds a journal entry, unless `priority` is above what the daemon keeps and the entry is not one that the
-    /// daemon counts whatever the journal keeps (``countedKinds``).
+    /// Adds a journal entry when ``makes(_:_:)`` says so.
     mutating func log(_ priority: Int, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
-        guard keeps(priority) || Self.countedKinds.contains(kind) else { return }
+        guard makes(priority, kind) else { return }
         effects.append(.log(LogEntry(priority: priority, message: message, kind: kind, fields: fields)))
     }
 
-    /// Entries the daemon reads before the journal's level applies (its metrics count each link's life, ignored
-    /// links' at debug included, and each monitor's lost events): always made.
-    static let countedKinds: Set<MessageKind> = [.linkAdded, .linkStateChanged, .linkRemoved, .resyncStarted]
-
-    /// `true` when entries of `priority` are kept: a debug entry that a burst would make thousands of times is
-    /// built only then.
-    func keeps(_ priority: Int) -> Bool {
-        priority <= model.maximumLogPriority
+    /// `true` when an entry of `priority` and `kind` is made: the daemon keeps that priority, or reads entries of
+    /// that kind before the journal's level applies (its metrics count each link's life, an ignored link's at
+    /// debug included, and each monitor's lost events). A caller building an entry a burst would make thousands of
+    /// times asks first.
+    func makes(_ priority: Int, _ kind: MessageKind) -> Bool {
+        guard priority > model.maximumLogPriority else { return true }
+        switch kind {
+        case .linkAdded, .linkStateChanged, .linkRemoved, .resyncStarted: return true
+        default: return false
+        }
     }
 
     /// `STATUS=` text: what is tracked and whether the host is online.

@@ -243,7 +243,7 @@ extension Transition {
             // An interface's device is at debug, which the daemon usually drops: its entry is then not made.
             case (nil, let device?):
                 let priority = Self.devicePriority(device)
-                if keeps(priority) {
+                if makes(priority, .deviceAdded) {
                     log(
                         priority, .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
                         deviceFields(device))
@@ -251,7 +251,7 @@ extension Transition {
                 if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
             case (let device?, nil):
                 let priority = Self.devicePriority(device)
-                if keeps(priority) {
+                if makes(priority, .deviceRemoved) {
                     log(
                         priority, .deviceRemoved, "\(device.subsystem) device \(device.sysname) removed",
                         deviceFields(device))

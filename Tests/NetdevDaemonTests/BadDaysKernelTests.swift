@@ -347,6 +347,7 @@ struct BadDaysKernelTests {
         }
         clients.start()
         let pairs = 40
+        // No file until the first hook writes: none is 0 lines.
         let lineCount = { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").count }
         try ipBatch((0..<pairs).map { "link add fd\($0)a type veth peer name fd\($0)b" })
         // The added runs first: an added run still waiting when its subject goes is cancelled with the removal
