@@ -25,9 +25,13 @@ build: deps
 	$(SWIFT) build
 
 # netdevd in the foreground, with no configuration file (the defaults), logging readable lines to the terminal.
-# Without root it still watches links and devices; hooks in /etc/netdevd/hooks.d run when it is root.
+# Without root it still watches links and devices; hooks in /etc/netdevd/hooks.d run when it is root. It runs with
+# the unit's Environment= settings (glibc's malloc tuning), as systemd runs it.
+UNIT_ENVIRONMENT = $(shell sed -n 's/^Environment=//p' Packaging/systemd/netdevd.service)
 run: deps
-	$(SWIFT) run netdevd --log-target console --config /etc/netdevd/netdevd.conf
+	$(SWIFT) build --product netdevd
+	env $(UNIT_ENVIRONMENT) "$$($(SWIFT) build --show-bin-path)/netdevd" --log-target console \
+		--config /etc/netdevd/netdevd.conf
 
 # Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness.
 test: deps test-servers

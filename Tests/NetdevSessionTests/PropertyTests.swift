@@ -236,4 +236,21 @@ struct PropertyTests {
             #expect(events == simulation.events, "seed \(seed)")
         }
     }
+
+    @Test("a model encoded without maximumLogPriority (before it existed) decodes making every entry, all else kept")
+    func decodesWithoutLogPriority() throws {
+        var simulation = Simulation(seed: 7)
+        for _ in 0..<60 { simulation.step() }
+        var quiet = simulation.model
+        quiet.maximumLogPriority = 6
+        let encoded = try JSONEncoder().encode(quiet)
+        var object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
+        #expect(object.removeValue(forKey: "maximumLogPriority") != nil)
+        let older = try JSONSerialization.data(withJSONObject: object)
+        let decoded = try JSONDecoder().decode(Model.self, from: older)
+        #expect(decoded.maximumLogPriority == 7)
+        var expected = quiet
+        expected.maximumLogPriority = 7
+        #expect(decoded == expected)
+    }
 }
