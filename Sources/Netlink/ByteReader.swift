@@ -1,6 +1,20 @@
-/// Bounds-checked reads of native-endian integers from a byte buffer (netlink uses the host's byte order).
+/// Bounds-checked reads of native-endian integers from the first `count` bytes of a buffer (netlink uses the
+/// host's byte order). Nothing at or past `count` is read: a socket's receive buffer is read in place.
 struct ByteReader {
     let bytes: [UInt8]
+    /// How many bytes of `bytes` hold data.
+    let count: Int
+
+    /// Reads all of `bytes`.
+    init(bytes: [UInt8]) {
+        self.init(bytes: bytes, count: bytes.count)
+    }
+
+    /// Reads the first `count` bytes of `bytes` (at most all of them).
+    init(bytes: [UInt8], count: Int) {
+        self.bytes = bytes
+        self.count = min(max(0, count), bytes.count)
+    }
 
     func u8(at offset: Int) throws(NetlinkParseError) -> UInt8 {
         try check(offset, 1)
@@ -27,10 +41,10 @@ struct ByteReader {
     }
 
     private func check(_ offset: Int, _ count: Int) throws(NetlinkParseError) {
-        guard offset >= 0, count >= 0, offset <= bytes.count - count else {
+        guard offset >= 0, count >= 0, offset <= self.count - count else {
             throw NetlinkParseError(
                 offset: offset,
-                reason: "needs \(count) bytes but the buffer has \(max(0, bytes.count - max(0, offset))) left"
+                reason: "needs \(count) bytes but the buffer has \(max(0, self.count - max(0, offset))) left"
             )
         }
     }

@@ -13,7 +13,7 @@ struct NetlinkFrame {
     static func split(_ reader: ByteReader) throws(NetlinkParseError) -> [NetlinkFrame] {
         var frames: [NetlinkFrame] = []
         var offset = 0
-        let end = reader.bytes.count
+        let end = reader.count
         while offset < end {
             guard end - offset >= Kernel.headerLength else {
                 throw NetlinkParseError(offset: offset, reason: "truncated message header (\(end - offset) bytes)")

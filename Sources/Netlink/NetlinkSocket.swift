@@ -23,7 +23,8 @@ public struct NetlinkSystemError: Error, Equatable, CustomStringConvertible, Sen
 
 /// What a read from a netlink socket produced.
 enum Received {
-    case bytes([UInt8])
+    /// One datagram, read where it was received.
+    case bytes(ByteReader)
     /// Nothing pending (EAGAIN on a non-blocking socket).
     case nothing
     /// ENOBUFS: the kernel dropped messages because the receive buffer was full.
@@ -111,25 +112,35 @@ final class NetlinkSocket {
         }
     }
 
-    /// Receives one datagram. A datagram larger than the buffer grows the buffer and is read again (MSG_PEEK with
-    /// MSG_TRUNC first), so no message is ever cut.
-    func receive() throws(NetlinkSystemError) -> Received {
+    /// Receives one datagram into the socket's buffer and reads it there, with no copy: the reader is valid until
+    /// the next receive (held past it, the buffer is copied before that receive writes).
+    ///
+    /// `exact` (a dump's replies): the datagram's length is asked first (MSG_PEEK with MSG_TRUNC), and a datagram
+    /// longer than the buffer grows it before it is read, so none is ever cut. Otherwise (the watcher's
+    /// notifications, thousands in a burst) one `recv` with MSG_TRUNC, which returns the datagram's whole length:
+    /// one longer than the buffer (64 KiB; a notification carries one message, a few KiB for a link) has lost its
+    /// tail, so the buffer grows to hold the next such one and the loss is reported as ``Received/overflow``, as
+    /// the kernel's own drops are: the caller rebuilds its view from a dump.
+    func receive(exact: Bool = true) throws(NetlinkSystemError) -> Received {
         while true {
-            let peeked = buffer.withUnsafeMutableBytes { raw in
-                recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_TRUNC))
-            }
-            if peeked < 0 {
-                switch errno {
-                case EINTR: continue
-                case EAGAIN, EWOULDBLOCK: return .nothing
-                case ENOBUFS: return .overflow
-                default: throw NetlinkSystemError(operation: "recv", errno: errno)
+            if exact {
+                let peeked = buffer.withUnsafeMutableBytes { raw in
+                    recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_TRUNC))
+                }
+                if peeked < 0 {
+                    switch errno {
+                    case EINTR: continue
+                    case EAGAIN, EWOULDBLOCK: return .nothing
+                    case ENOBUFS: return .overflow
+                    default: throw NetlinkSystemError(operation: "recv", errno: errno)
+                    }
+                }
+                if peeked > buffer.count {
+                    buffer = [UInt8](repeating: 0, count: peeked)
                 }
             }
-            if peeked > buffer.count {
-                buffer = [UInt8](repeating: 0, count: peeked)
-            }
-            let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, 0) }
+            let flags = exact ? 0 : Int32(MSG_TRUNC)
+            let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, flags) }
             if count < 0 {
                 switch errno {
                 case EINTR: continue
@@ -138,7 +149,11 @@ final class NetlinkSocket {
                 default: throw NetlinkSystemError(operation: "recv", errno: errno)
                 }
             }
-            return .bytes(Array(buffer[0..<count]))
+            if count > buffer.count {
+                buffer = [UInt8](repeating: 0, count: count)
+                return .overflow
+            }
+            return .bytes(ByteReader(bytes: buffer, count: count))
         }
     }
 }

@@ -110,14 +110,14 @@ public struct RouteDumper: Sendable {
                 } catch {
                     throw .system(error)
                 }
-                guard case .bytes(let bytes) = received else {
+                guard case .bytes(let reader) = received else {
                     // A blocking dump socket reports ENOBUFS only if the reply itself overflowed: start over.
                     interrupted = true
                     break receiving
                 }
                 let parsed: ParsedBuffer
                 do {
-                    parsed = try RouteMessageParser.parseBuffer(bytes)
+                    parsed = try RouteMessageParser.parseBuffer(reader)
                 } catch {
                     throw .malformed(error)
                 }

@@ -36,7 +36,10 @@ public enum RouteMessageParser {
     }
 
     static func parseBuffer(_ bytes: [UInt8]) throws(NetlinkParseError) -> ParsedBuffer {
-        let reader = ByteReader(bytes: bytes)
+        try parseBuffer(ByteReader(bytes: bytes))
+    }
+
+    static func parseBuffer(_ reader: ByteReader) throws(NetlinkParseError) -> ParsedBuffer {
         var parsed = ParsedBuffer()
         for frame in try NetlinkFrame.split(reader) {
             parsed.sequences.insert(frame.sequence)

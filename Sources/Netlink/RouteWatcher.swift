@@ -4,8 +4,9 @@ import Locking
 public struct RouteWatchBatch: Sendable, Equatable {
     /// The messages received, in the order the kernel sent them.
     public var messages: [RouteMessage]
-    /// `true` when the kernel dropped messages because the receive buffer was full (ENOBUFS): the caller's view
-    /// of the kernel is now incomplete and must be rebuilt from a dump.
+    /// `true` when messages were lost: the kernel dropped them because the receive buffer was full (ENOBUFS), or
+    /// a datagram was longer than the watcher's 64 KiB buffer (which then grows). The caller's view of the kernel
+    /// is now incomplete and must be rebuilt from a dump.
     public var overflowed: Bool
     /// Datagrams that could not be parsed; the others in the batch are still delivered.
     public var malformed: [NetlinkParseError]
@@ -21,8 +22,9 @@ public struct RouteWatchBatch: Sendable, Equatable {
 /// Watches rtnetlink for link, IPv4/IPv6 address and IPv4/IPv6 route changes on a socket of its own.
 ///
 /// The socket is non-blocking: wrap ``fileDescriptor`` in a Dispatch read source and call ``readAvailable()``
-/// when it fires; it drains everything pending. An overflow of the receive buffer (ENOBUFS) is reported in the
-/// batch, never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
+/// when it fires; it drains everything pending, one `recv` per datagram, parsed where it was received. An overflow
+/// of the receive buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch,
+/// never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
 /// process may) so that floods rarely overflow.
 public final class RouteWatcher: Sendable {
     private let socket: Locked<NetlinkSocket>
@@ -55,7 +57,7 @@ public final class RouteWatcher: Sendable {
             while true {
                 let received: Received
                 do throws(NetlinkSystemError) {
-                    received = try socket.receive()
+                    received = try socket.receive(exact: false)
                 } catch {
                     return .failure(error)
                 }
@@ -64,9 +66,9 @@ public final class RouteWatcher: Sendable {
                     return .success(batch)
                 case .overflow:
                     batch.overflowed = true
-                case .bytes(let bytes):
+                case .bytes(let reader):
                     do throws(NetlinkParseError) {
-                        batch.messages += try RouteMessageParser.parse(bytes)
+                        batch.messages += try RouteMessageParser.parseBuffer(reader).messages
                     } catch {
                         batch.malformed.append(error)
                     }
