@@ -1,6 +1,4 @@
 internal import CUdev
-import Dispatch
-import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -16,31 +14,14 @@ public struct UdevEnumerator: Sendable {
     ///
     /// With subsystems, the devices are found as udev's enumerator finds them (the entries of `/sys/class/NAME`
     /// and `/sys/bus/NAME/devices`, links into `/sys/devices`) but without its path walk per device, which opens
-    /// every component of every path (about 30 opens per device; 70 ms for 1,000 devices), and they are read by
-    /// two threads, each with its own libudev context.
+    /// every component of every path (about 30 opens per device; 70 ms for 1,000 devices). They are read by the
+    /// calling thread: netdevd dumps rtnetlink on another at the same time, and with a second reader the three
+    /// threads met on the heap's lock (netdevd keeps one malloc arena), a thousand times per start in some runs,
+    /// which then took 90-100 ms rather than 50-55 (with one reader, 62-75 ms and less CPU in every run).
     public func devices(subsystems: [String] = []) throws(UdevError) -> [UdevDevice] {
         guard !subsystems.isEmpty else { return try enumeratedByLibudev() }
-        let paths = Self.syspaths(subsystems: subsystems)
-        let threads = paths.count >= 64 && sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 ? 2 : 1
-        let shares = (0..<threads).map { share in stride(from: share, to: paths.count, by: threads).map { paths[$0] } }
-        let others = Locked<[Result<[UdevDevice], UdevError>]>([])
-        let group = DispatchGroup()
-        for share in shares.dropFirst() {
-            Self.readers.async(group: group) {
-                let result = Result { () throws(UdevError) in try Self.read(share) }
-                others.withLock { $0.append(result) }
-            }
-        }
-        var devices = try Self.read(shares.first ?? [])
-        group.wait()
-        for result in others.withLock({ $0 }) {
-            devices += try result.get()
-        }
-        return devices
+        return try Self.read(Self.syspaths(subsystems: subsystems))
     }
-
-    /// Where the second share of an enumeration is read (serial, as every queue of netdevd's).
-    private static let readers = DispatchQueue(label: "udev.enumeration")
 
     /// The devices at `paths`, read with a libudev context of their own.
     private static func read(_ paths: [String]) throws(UdevError) -> [UdevDevice] {
