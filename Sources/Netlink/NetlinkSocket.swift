@@ -122,38 +122,47 @@ final class NetlinkSocket {
     /// tail, so the buffer grows to hold the next such one and the loss is reported as ``Received/overflow``, as
     /// the kernel's own drops are: the caller rebuilds its view from a dump.
     func receive(exact: Bool = true) throws(NetlinkSystemError) -> Received {
-        while true {
-            if exact {
-                let peeked = buffer.withUnsafeMutableBytes { raw in
-                    recv(fd, raw.baseAddress, raw.count, Int32(MSG_PEEK | MSG_TRUNC))
-                }
-                if peeked < 0 {
-                    switch errno {
-                    case EINTR: continue
-                    case EAGAIN, EWOULDBLOCK: return .nothing
-                    case ENOBUFS: return .overflow
-                    default: throw NetlinkSystemError(operation: "recv", errno: errno)
-                    }
-                }
+        if exact {
+            switch try receiveOnce(flags: Int32(MSG_PEEK | MSG_TRUNC)) {
+            case .length(let peeked):
                 if peeked > buffer.count {
                     buffer = [UInt8](repeating: 0, count: peeked)
                 }
+            case .other(let received):
+                return received
             }
-            let flags = exact ? 0 : Int32(MSG_TRUNC)
-            let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, flags) }
-            if count < 0 {
-                switch errno {
-                case EINTR: continue
-                case EAGAIN, EWOULDBLOCK: return .nothing
-                case ENOBUFS: return .overflow
-                default: throw NetlinkSystemError(operation: "recv", errno: errno)
-                }
-            }
+        }
+        switch try receiveOnce(flags: exact ? 0 : Int32(MSG_TRUNC)) {
+        case .length(let count):
             if count > buffer.count {
                 buffer = [UInt8](repeating: 0, count: count)
                 return .overflow
             }
             return .bytes(ByteReader(bytes: buffer, count: count))
+        case .other(let received):
+            return received
+        }
+    }
+
+    /// What one `recv` into the buffer gave.
+    private enum Attempt {
+        /// The datagram's length (its whole length with MSG_TRUNC, though the buffer may be shorter).
+        case length(Int)
+        /// Nothing to read, or the kernel's drops (``Received/nothing``, ``Received/overflow``).
+        case other(Received)
+    }
+
+    /// One `recv` into the buffer with `flags`, repeated when a signal interrupts it.
+    private func receiveOnce(flags: Int32) throws(NetlinkSystemError) -> Attempt {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, flags) }
+            if count >= 0 { return .length(count) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .other(.nothing)
+            case ENOBUFS: return .other(.overflow)
+            default: throw NetlinkSystemError(operation: "recv", errno: errno)
+            }
         }
     }
 }

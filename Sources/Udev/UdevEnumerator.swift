@@ -23,7 +23,7 @@ public struct UdevEnumerator: Sendable {
         return try Self.read(Self.syspaths(subsystems: subsystems))
     }
 
-    /// The devices at `paths`, read with a libudev context of their own.
+    /// The devices at `paths`, read with a libudev context made for them.
     private static func read(_ paths: [String]) throws(UdevError) -> [UdevDevice] {
         guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
         defer { udev_unref(context) }
