@@ -70,10 +70,12 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The two system libraries the project is specified with.
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .target(
             name: "Systemd",
-            dependencies: ["CLinux", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(name: "Udev", dependencies: ["CUdev", "Locking"], swiftSettings: strict),
@@ -105,7 +107,7 @@ let package = Package(
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions",
+                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions", "Systemd",
             ],
             swiftSettings: strict
         ),

@@ -1,8 +1,11 @@
 /// One `--name` a command takes: a flag, or an option with a value (`--name VALUE` or `--name=VALUE`), which may be
-/// given once (the last one counts) or repeated (every one counts).
+/// given once (the last one counts) or repeated (every one counts). An option may also have a one-letter name
+/// (`-n 10`, `-n10`, `-f`), as journalctl's do.
 public struct OptionSpec: Sendable {
     /// The long name, without `--`.
     public let name: String
+    /// The one-letter name, without `-`.
+    public let short: Character?
     /// What the value is called in help (`nil` for a flag).
     public let valueName: String?
     /// One line of help.
@@ -17,18 +20,19 @@ public struct OptionSpec: Sendable {
     public let hidden: Bool
 
     /// A flag: `--name`, no value.
-    public static func flag(_ name: String, help: String, hidden: Bool = false) -> OptionSpec {
+    public static func flag(_ name: String, short: Character? = nil, help: String, hidden: Bool = false) -> OptionSpec {
         OptionSpec(
-            name: name, valueName: nil, help: help, repeating: false, choices: [], defaultValue: nil, hidden: hidden)
+            name: name, short: short, valueName: nil, help: help, repeating: false, choices: [], defaultValue: nil,
+            hidden: hidden)
     }
 
     /// An option with a value.
     public static func option(
-        _ name: String, value: String? = nil, help: String, repeating: Bool = false, choices: [String] = [],
-        default defaultValue: String? = nil, hidden: Bool = false
+        _ name: String, short: Character? = nil, value: String? = nil, help: String, repeating: Bool = false,
+        choices: [String] = [], default defaultValue: String? = nil, hidden: Bool = false
     ) -> OptionSpec {
         OptionSpec(
-            name: name, valueName: value ?? name, help: help, repeating: repeating, choices: choices,
+            name: name, short: short, valueName: value ?? name, help: help, repeating: repeating, choices: choices,
             defaultValue: defaultValue, hidden: hidden)
     }
 }
@@ -129,7 +133,8 @@ public struct CommandSpec: Sendable {
             if !option.choices.isEmpty { notes.append("values: " + option.choices.joined(separator: ", ")) }
             if let value = option.defaultValue { notes.append("default: \(value)") }
             if !notes.isEmpty { help += " (\(notes.joined(separator: "; ")))" }
-            text += row(option.valueName.map { "--\(option.name) <\($0)>" } ?? "--\(option.name)", help)
+            let long = option.valueName.map { "--\(option.name) <\($0)>" } ?? "--\(option.name)"
+            text += row(option.short.map { "-\($0), " + long } ?? long, help)
         }
         text += row("--version", "Show the version.")
         text += row("-h, --help", "Show help information.")
@@ -163,16 +168,34 @@ public struct CommandSpec: Sendable {
                 optionsEnded = true
                 continue
             }
-            guard argument.hasPrefix("--") else { throw UsageError(self, "Unknown option '\(argument)'") }
-            let body = argument.dropFirst(2)
-            let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
-            guard let option = options.first(where: { $0.name == name }) else {
-                throw UsageError(self, "Unknown option '--\(name)'")
-            }
+            let option: OptionSpec
             var value: String?
-            if let equals = body.firstIndex(of: "=") {
-                value = String(body[body.index(after: equals)...])
+            if argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
+                guard let long = options.first(where: { $0.name == name }) else {
+                    throw UsageError(self, "Unknown option '--\(name)'")
+                }
+                option = long
+                if let equals = body.firstIndex(of: "=") {
+                    value = String(body[body.index(after: equals)...])
+                }
+            } else {
+                // `-n 10` or `-n10`; a flag's letter stands alone (`-f`).
+                let letter = argument.dropFirst().first
+                guard let short = options.first(where: { $0.short != nil && $0.short == letter }) else {
+                    throw UsageError(self, "Unknown option '\(argument)'")
+                }
+                option = short
+                let rest = argument.dropFirst(2)
+                if !rest.isEmpty {
+                    guard short.valueName != nil else {
+                        throw UsageError(self, "Unknown option '\(argument)': '-\(letter!)' takes no value")
+                    }
+                    value = String(rest)
+                }
             }
+            let name = option.name
             guard option.valueName != nil else {
                 if value != nil { throw UsageError(self, "The flag '--\(name)' takes no value") }
                 parsed.flags.insert(name)

@@ -398,11 +398,11 @@ public final class Daemon: Sendable {
             case .status(let text): [.status(text)]
             }
         }
-        // While the manager reads nothing, later notifications are dropped at once instead of each waiting 5 s: the
-        // queue of watchdog pings and the stop's drain must not pile up behind a stuck manager.
+        // While the manager reads nothing, the notification that waits for room is the only one sent; later ones are
+        // dropped at once (stillWaiting), so watchdog pings and the stop's drain never pile up behind a stuck manager.
         let stalled = notifyStalled.withLock { $0 }
         do {
-            try notifier.send(fields, waitMilliseconds: stalled ? 0 : 5_000)
+            try notifier.send(fields, waitMilliseconds: 5_000)
             if stalled {
                 notifyStalled.withLock { $0 = false }
                 log(5, "The service manager takes notifications again")
@@ -415,6 +415,8 @@ public final class Daemon: Sendable {
                     "The service manager took no notification for \(milliseconds) ms (its queue stayed full): "
                         + "notifications are dropped until it reads again. netdevd goes on")
             }
+        } catch .stillWaiting {
+            // Said once, when the manager stopped reading.
         } catch {
             let warn = notifyWarned.withLock { warned -> Bool in
                 defer { warned = true }

@@ -44,23 +44,34 @@ struct LinkCommand: NetdevctlCommand {
     }
 
     func run() throws {
+        let link = try Self.find(name, options: options)
+        if options.printJSON(try? JSONValue(encoding: link)) { return }
+        print(Self.details(link))
+    }
+
+    /// The link called `name`, from netdevd; none is a failure that says how to list them.
+    static func find(_ name: String, options: CommonOptions) throws -> LinkReport {
         let reply = try options.call("io.netdevd.ListLinks", ["pattern": .string(name)])
         let links = try decode(reply["links"], as: [LinkReport].self, what: "list of links")
         guard let link = links.first(where: { $0.name == name }) else {
             throw CommandFailure(status: 1, message: "netdevctl: no link named '\(name)'; `netdevctl links` lists them")
         }
-        if options.printJSON(try? JSONValue(encoding: link)) { return }
-        print("\(link.index): \(link.name)")
-        print("       Type: \(link.type)")
-        print("Operational: \(Paint.state(link.operationalState))")
-        if let mac = link.macAddress { print("   Hardware: \(mac)") }
-        if let mtu = link.mtu { print("        MTU: \(mtu)") }
+        return link
+    }
+
+    /// The link's index, name, type, state, hardware address, MTU, addresses and gateways, one per line.
+    static func details(_ link: LinkReport) -> String {
+        var lines = ["\(link.index): \(link.name)", "       Type: \(link.type)"]
+        lines.append("Operational: \(Paint.state(link.operationalState))")
+        if let mac = link.macAddress { lines.append("   Hardware: \(mac)") }
+        if let mtu = link.mtu { lines.append("        MTU: \(mtu)") }
         for (index, address) in link.addresses.enumerated() {
-            print("\(index == 0 ? "    Address:" : "            ") \(address)")
+            lines.append("\(index == 0 ? "    Address:" : "            ") \(address)")
         }
         for (index, gateway) in link.gateways.enumerated() {
-            print("\(index == 0 ? "    Gateway:" : "            ") \(gateway.isEmpty ? "(on link)" : gateway)")
+            lines.append("\(index == 0 ? "    Gateway:" : "            ") \(gateway.isEmpty ? "(on link)" : gateway)")
         }
+        return lines.joined(separator: "\n")
     }
 }
 

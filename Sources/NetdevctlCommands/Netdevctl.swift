@@ -53,7 +53,7 @@ enum Netdevctl {
 
     static let commands: [any NetdevctlCommand.Type] = [
         Status.self, Links.self, LinkCommand.self, Devices.self, DeviceCommand.self, Monitor.self, WaitOnline.self,
-        Reload.self, MetricsCommand.self,
+        Reload.self, MetricsCommand.self, LogCommand.self,
     ]
 
     static let spec = CommandSpec(

@@ -2,18 +2,28 @@ import CommandOptions
 import NetdevWire
 import Varlink
 
-/// `netdevctl status`: phase, online state, the links and device counts.
+/// `netdevctl status [LINK]`: phase, online state, the links and device counts; or one link in detail with its
+/// last journal entries, as `networkctl status LINK` shows them.
 struct Status: NetdevctlCommand {
     static let name = "status"
-    static let abstract = "Show the online state, the links and device counts."
+    static let abstract = "Show the online state, the links and device counts, or one link and its journal entries."
+    static let arguments = [
+        ArgumentSpec("link", help: "Show this link in detail, then netdevd's last 10 journal entries about it.", optional: true)
+    ]
 
+    var link: String?
     var options: CommonOptions
 
     init(_ parsed: ParsedCommand, options: CommonOptions) {
+        link = parsed.argument("link")
         self.options = options
     }
 
     func run() throws {
+        if let link {
+            try showLink(link)
+            return
+        }
         let reply = try options.call("io.netdevd.GetState")
         if options.printJSON(reply["state"]) { return }
         let state = try decode(reply["state"], as: StateReport.self, what: "state")
@@ -24,6 +34,28 @@ struct Status: NetdevctlCommand {
         if !devices.isEmpty {
             print("")
             print("Devices: " + devices.joined(separator: ", "))
+        }
+    }
+}
+
+extension Status {
+    /// The link's details, then its last 10 entries in the journal (or the line saying they cannot be read).
+    func showLink(_ name: String) throws {
+        let link = try LinkCommand.find(name, options: options)
+        if options.printJSON(try? JSONValue(encoding: link)) { return }
+        print(LinkCommand.details(link))
+        print("")
+        let view = JournalView(subject: name, count: 10)
+        guard view.permitted else {
+            print(JournalView.notPermitted)
+            return
+        }
+        // The link is shown whatever the journal says: a journal that cannot be read is one line, not a failure.
+        do {
+            let records = try view.read(try view.open())
+            for record in records { print(view.format(record, json: .off)) }
+        } catch {
+            print(String(error.message.dropFirst("netdevctl: ".count)))
         }
     }
 }

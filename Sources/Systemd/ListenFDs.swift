@@ -1,4 +1,4 @@
-internal import CLinux
+internal import CSystemd
 
 #if canImport(Glibc)
 import Glibc
@@ -18,37 +18,30 @@ public struct ListenFD: Sendable, Equatable {
     }
 }
 
-/// Socket activation: the descriptors passed through `LISTEN_FDS`, `LISTEN_PID` and `LISTEN_FDNAMES`.
+/// Socket activation: the descriptors passed through `LISTEN_FDS`, `LISTEN_PID` and `LISTEN_FDNAMES`, taken with
+/// libsystemd's `sd_listen_fds_with_names(3)`.
 public enum ListenFDs {
-    /// The descriptors passed to this process, with their names; empty when none were (or they were meant for
-    /// another process). The environment variables are unset afterwards, so children do not inherit them.
+    /// The descriptors passed to this process, with their names; empty when none were, when they were meant for
+    /// another process, or when what was said cannot be trusted (a count larger than the descriptors open, a name
+    /// list of another length). The environment variables are unset afterwards, so children do not inherit them,
+    /// and each descriptor is made close-on-exec: not inherited by the hooks netdevd starts.
     public static func take() -> [ListenFD] {
-        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
-        let pid = variable("LISTEN_PID")
-        let count = variable("LISTEN_FDS")
-        let names = variable("LISTEN_FDNAMES")
-        for name in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(name) }
-        guard let pid, Int32(pid) == getpid(), let count = count.flatMap({ Int32($0) }), count > 0,
-            count <= Int32.max - firstDescriptor
-        else { return [] }
-        // Each descriptor must be open (a count larger than what was passed is refused before anything is made
-        // for it), and is made close-on-exec: not inherited by the hooks netdevd starts.
-        for descriptor in firstDescriptor..<firstDescriptor + count {
-            guard fcntl(descriptor, F_SETFD, FD_CLOEXEC) == 0 else { return [] }
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let count = sd_listen_fds_with_names(1, &names)
+        defer {
+            if let names {
+                var index = 0
+                while let name = names[index] {
+                    free(name)
+                    index += 1
+                }
+                free(names)
+            }
         }
-        // Without names each is "unknown"; with names, one per descriptor (otherwise none are trusted).
-        var labels = Array(repeating: "unknown", count: Int(count))
-        if let names {
-            let given =
-                names.isEmpty ? [] : names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            guard given.count == Int(count) else { return [] }
-            labels = given
-        }
-        return labels.enumerated().map { index, name in
-            ListenFD(fileDescriptor: firstDescriptor + Int32(index), name: name)
+        guard count > 0 else { return [] }
+        return (0..<Int(count)).map { index in
+            let name = names?[index].map { String(cString: $0) } ?? "unknown"
+            return ListenFD(fileDescriptor: SD_LISTEN_FDS_START + Int32(index), name: name)
         }
     }
-
-    /// `SD_LISTEN_FDS_START`: the first passed descriptor.
-    static let firstDescriptor: Int32 = 3
 }

@@ -1,4 +1,6 @@
-internal import CLinux
+internal import CSystemd
+import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -44,8 +46,11 @@ public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
     case invalidCustomKey(String)
     /// Sending failed with this errno (for example the socket in NOTIFY_SOCKET does not exist).
     case sendFailed(errno: Int32)
-    /// The manager's queue stayed full for this long: the notification was dropped.
+    /// The manager's queue stayed full for this long: the notification waits for room on its own; it goes out when
+    /// the manager reads again, and later ones are dropped until then (``stillWaiting``).
     case managerNotReading(milliseconds: Int32)
+    /// An earlier notification still waits for room in the manager's queue: this one was dropped.
+    case stillWaiting
 
     /// A sentence a person can act on.
     public var description: String {
@@ -56,16 +61,24 @@ public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
             "notify: sending to NOTIFY_SOCKET failed: \(String(cString: strerror(code))) (errno \(code))"
         case .managerNotReading(let milliseconds):
             "notify: the service manager took no notification for \(milliseconds) ms (its queue stayed full); "
-                + "the notification was dropped"
+                + "later notifications are dropped until it reads again"
+        case .stillWaiting:
+            "notify: an earlier notification still waits for the service manager to read; this one was dropped"
         }
     }
 }
 
-/// Tells the service manager about the service's state, through `$NOTIFY_SOCKET` (sd_notify(3)).
+/// Tells the service manager about the service's state, with libsystemd's `sd_notify(3)`.
 ///
 /// Several fields go out in one datagram, in the order given. When `NOTIFY_SOCKET` is unset (not started by
 /// systemd with `Type=notify`) nothing is sent and `send` returns `false`; a failure to send is thrown, never
 /// hidden.
+///
+/// sd_notify(3) sends on a blocking socket: while the manager's queue is full it waits for room, for good if the
+/// manager never reads again. So the calls are made on a queue of their own, and a sender waits for its call at
+/// most a bound (``send(_:waitMilliseconds:)``); the call that did not return in time stays the only one
+/// outstanding, and notifications sent meanwhile are dropped at once. A stuck manager therefore never holds the
+/// sender, nor the process's stop.
 public struct ServiceNotifier: Sendable {
     /// A notifier using the process's `NOTIFY_SOCKET`.
     public init() {}
@@ -85,49 +98,14 @@ public struct ServiceNotifier: Sendable {
 
     /// Sends `fields` in one datagram. Returns `false` when `NOTIFY_SOCKET` is unset (nothing sent).
     ///
-    /// Unlike sd_notify(3), which blocks for as long as the manager's queue is full (a stuck manager would hold the
-    /// sender forever), this waits at most `waitMilliseconds` for room, then drops the notification and throws
-    /// ``NotifyError/managerNotReading(milliseconds:)``. Addresses as systemd 252 gives them: a path, or `@` and
-    /// an abstract name.
+    /// Waits at most `waitMilliseconds` for the manager to take the notification, then throws
+    /// ``NotifyError/managerNotReading(milliseconds:)``; while that notification still waits, later ones throw
+    /// ``NotifyError/stillWaiting`` at once and are not sent.
     @discardableResult
     public func send(_ fields: [NotifyField], waitMilliseconds: Int32 = 5_000) throws(NotifyError) -> Bool {
         let message = try Self.encode(fields)
-        guard let address = getenv("NOTIFY_SOCKET").map({ String(cString: $0) }) else { return false }
-        var name = Array(address.utf8)
-        if name.first == UInt8(ascii: "@") {
-            name[0] = 0
-        } else if name.first != UInt8(ascii: "/") {
-            throw .sendFailed(errno: EAFNOSUPPORT)
-        }
-        var socketAddress = sockaddr_un()
-        socketAddress.sun_family = sa_family_t(AF_UNIX)
-        guard name.count < MemoryLayout.size(ofValue: socketAddress.sun_path) else {
-            throw .sendFailed(errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &socketAddress.sun_path) { path in path.copyBytes(from: name) }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + name.count)
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue | SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { throw .sendFailed(errno: errno) }
-        defer { close(fd) }
-        // Connected, so that poll says when the manager's queue has room again.
-        let connected = withUnsafePointer(to: &socketAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
-        }
-        guard connected == 0 else { throw .sendFailed(errno: errno) }
-        // Room can be taken by another service's notification before this one is sent (the manager's socket is
-        // shared), and a signal can cut a poll short: the wait is against a deadline, not one poll.
-        let wait = Int64(max(waitMilliseconds, 0))
-        let deadline = Self.monotonicMicroseconds() / 1000 + UInt64(wait)
-        while true {
-            if Glibc.send(fd, message, message.utf8.count, Int32(MSG_NOSIGNAL)) >= 0 { return true }
-            let code = errno
-            if code == EINTR { continue }
-            guard code == EAGAIN || code == EWOULDBLOCK else { throw .sendFailed(errno: code) }
-            let now = Self.monotonicMicroseconds() / 1000
-            guard now < deadline else { throw .managerNotReading(milliseconds: Int32(wait)) }
-            var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-            _ = poll(&room, 1, Int32(deadline - now))
-        }
+        guard isEnabled else { return false }
+        return try NotifyCalls.shared.send(message, waitMilliseconds: waitMilliseconds)
     }
 
     /// The current CLOCK_MONOTONIC time in microseconds, for ``NotifyField/reloading(monotonicMicroseconds:)``.
@@ -138,19 +116,50 @@ public struct ServiceNotifier: Sendable {
     }
 
     /// The watchdog interval the service manager expects pings within (`WATCHDOG_USEC`, honouring
-    /// `WATCHDOG_PID`), in microseconds; `nil` when the watchdog is off for this process.
+    /// `WATCHDOG_PID`), in microseconds, as `sd_watchdog_enabled(3)` reads it; `nil` when the watchdog is off for
+    /// this process.
     public static func watchdogInterval() -> UInt64? {
-        func variable(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
-        if let pid = variable("WATCHDOG_PID"), Int32(pid) != getpid() { return nil }
-        // UInt64.max is systemd's "infinity", which sd_watchdog_enabled refuses too.
-        guard let usec = variable("WATCHDOG_USEC").flatMap({ UInt64($0) }), usec > 0, usec < UInt64.max else {
-            return nil
-        }
+        var usec: UInt64 = 0
+        guard sd_watchdog_enabled(0, &usec) > 0 else { return nil }
         return usec
     }
 
     private static func isValidCustomKey(_ key: String) -> Bool {
         key.hasPrefix("X_") && key.count <= 64
             && key.unicodeScalars.allSatisfy { ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+    }
+}
+
+/// The process's `sd_notify(3)` calls, made one at a time on a serial queue so that none holds its sender for
+/// longer than the sender's bound (see ``ServiceNotifier``).
+private final class NotifyCalls: Sendable {
+    static let shared = NotifyCalls()
+
+    private let queue = DispatchQueue(label: "sd-notify")
+    /// A call is in sd_notify and has not returned.
+    private let outstanding = Atomic<Bool>(false)
+
+    /// One call's result, handed from the queue to its sender.
+    private final class Call: Sendable {
+        let done = DispatchSemaphore(value: 0)
+        let result = Atomic<Int32>(0)
+    }
+
+    func send(_ message: String, waitMilliseconds: Int32) throws(NotifyError) -> Bool {
+        guard outstanding.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
+        else { throw .stillWaiting }
+        let call = Call()
+        queue.async { [self] in
+            call.result.store(sd_notify(0, message), ordering: .relaxed)
+            outstanding.store(false, ordering: .releasing)
+            call.done.signal()
+        }
+        let wait = max(waitMilliseconds, 0)
+        guard call.done.wait(timeout: .now() + .milliseconds(Int(wait))) == .success else {
+            throw .managerNotReading(milliseconds: wait)
+        }
+        let result = call.result.load(ordering: .relaxed)
+        if result < 0 { throw .sendFailed(errno: -result) }
+        return result > 0
     }
 }

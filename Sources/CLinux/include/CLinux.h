@@ -8,8 +8,7 @@
 //   process spawned by another thread at that moment cannot inherit it;
 // - accept4(2), _GNU_SOURCE only as well: a control connection that is close-on-exec and non-blocking from
 //   creation;
-// - memfd_create(2), _GNU_SOURCE only too: a journal entry too large for a datagram goes to journald in a sealed memfd;
-// - mkostemp(3), _GNU_SOURCE only as well: the metrics file's temporary name, new and close-on-exec from creation.
+// - mkostemp(3), _GNU_SOURCE only too: the metrics file's temporary name, new and close-on-exec from creation.
 //
 // And one function of its own, netdevd_spawn (CLinux.c), which starts hooks.
 #include <malloc.h>
@@ -21,7 +20,6 @@
 #include <sys/socket.h>
 
 extern int pipe2(int pipefd[2], int flags);
-extern int memfd_create(const char *name, unsigned int flags);
 extern int mkostemp(char *template, int flags);
 
 // libdispatch's main queue, served by a thread's own event loop as CoreFoundation's run loop serves it on Linux:

@@ -1,0 +1,207 @@
+import CommandOptions
+import JSONCoding
+import Systemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `netdevctl log [LINK|DEVICE] [-n N] [--since TIME] [-f]`: netdevd's journal entries, all of them or those about
+/// one link or device.
+struct LogCommand: NetdevctlCommand {
+    static let name = "log"
+    static let abstract = "Show netdevd's journal entries, for one link or device or all."
+    static let discussion = """
+        Entries are netdevd's own (its SYSLOG_IDENTIFIER or its unit), never another program's. A LINK matches
+        NETDEVD_IFNAME and the device of that name; a DEVICE is a name under /sys/class (ttyUSB0, sda) or a
+        path (/sys/devices/... or /devices/...). Reading the host's journal takes root, or membership of the
+        'systemd-journal' or 'adm' group.
+        """
+    static let arguments = [ArgumentSpec("subject", help: "A link or device name, or a device path.", optional: true)]
+    static let options = [
+        OptionSpec.option("lines", short: "n", value: "count", help: "Show at most this many of the newest entries."),
+        .option("since", value: "time", help: "Only entries from this time on. \(JournalTime.forms)"),
+        .flag("follow", short: "f", help: "Go on printing new entries until interrupted (Ctrl-C)."),
+        .option("directory", value: "path", help: "Read the journal files in this directory instead of the host's."),
+    ]
+
+    var view: JournalView
+    var follow: Bool
+    var options: CommonOptions
+
+    init(_ parsed: ParsedCommand, options: CommonOptions) throws(UsageError) {
+        view = try JournalView(parsed, spec: Self.spec)
+        follow = parsed.flag("follow")
+        // As journalctl -f: the last 10 before following, unless -n says otherwise.
+        if follow, view.count == nil, view.since == nil { view.count = 10 }
+        self.options = options
+    }
+
+    func run() throws {
+        guard view.permitted else {
+            print(JournalView.notPermitted)
+            return
+        }
+        let reader = try view.open()
+        let records = try view.read(reader)
+        if records.isEmpty, !follow, options.json == .off {
+            print(view.subject.map { "-- No entries about '\($0)' --" } ?? "-- No entries --")
+        }
+        for record in records { print(view.format(record, json: options.json)) }
+        guard follow else { return }
+        fflush(nil)
+        while true {
+            try reader.wait(timeoutMicroseconds: UInt64.max)
+            while let record = try reader.next() {
+                print(view.format(record, json: options.json))
+            }
+            fflush(nil)
+        }
+    }
+}
+
+/// What `netdevctl log` and `netdevctl status LINK` read of the journal: netdevd's entries, about one subject or
+/// all, the newest `count` of them since a time, from the host's journal or a directory of journal files.
+struct JournalView {
+    var subject: String?
+    var count: Int?
+    var since: UInt64?
+    var directory: String?
+
+    /// The line printed instead of entries when the journal may not be read.
+    static let notPermitted =
+        "Journal entries are not shown: reading netdevd's needs root, or membership of the 'systemd-journal' or "
+        + "'adm' group (usermod -aG systemd-journal USER)."
+
+    init(subject: String?, count: Int?, since: UInt64? = nil, directory: String? = nil) {
+        self.subject = subject
+        self.count = count
+        self.since = since
+        self.directory = directory
+    }
+
+    /// From `netdevctl log`'s command line: `-n`, `--since` and `--directory` checked.
+    init(_ parsed: ParsedCommand, spec: CommandSpec) throws(UsageError) {
+        subject = parsed.argument("subject")
+        directory = parsed.value("directory")
+        if let lines = parsed.value("lines") {
+            // A count larger than any journal holds is every entry.
+            guard !lines.isEmpty, lines.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+            else {
+                throw UsageError(spec, "'-n' takes a number of entries, 0 or more; '\(lines)' is not one")
+            }
+            count = Int(lines) ?? Int.max
+        }
+        if let text = parsed.value("since") {
+            guard let time = JournalTime.parse(text) else {
+                throw UsageError(spec, "'--since \(text)' is not a time. \(JournalTime.forms)")
+            }
+            since = time
+        }
+    }
+
+    /// Whether this user may read the journal asked for: root, a member of `systemd-journal` or `adm`, or (for a
+    /// directory) anyone who can read it.
+    var permitted: Bool {
+        if let directory {
+            return access(directory, R_OK | X_OK) == 0 || errno != EACCES
+        }
+        if geteuid() == 0 { return true }
+        var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)) + 1)
+        let count = getgroups(Int32(groups.count - 1), &groups)
+        groups = Array(groups.prefix(Int(max(count, 0)))) + [getegid()]
+        return ["systemd-journal", "adm"].contains { name in
+            guard let group = getgrnam(name) else { return false }
+            return groups.contains(group.pointee.gr_gid)
+        }
+    }
+
+    /// Opens the journal with netdevd's matches.
+    func open() throws(CommandFailure) -> JournalReader {
+        if let directory {
+            var status = stat()
+            guard stat(directory, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else {
+                throw CommandFailure(status: 1, message: "netdevctl: \(directory) is not a directory of journal files")
+            }
+        }
+        do {
+            let reader = try JournalReader(directory: directory)
+            try reader.match(anyOf: matches)
+            return reader
+        } catch {
+            throw CommandFailure(status: 1, message: "netdevctl: \(error)")
+        }
+    }
+
+    /// The newest `count` entries since `since`, oldest first.
+    func read(_ reader: JournalReader) throws(CommandFailure) -> [JournalRecord] {
+        do {
+            return try reader.last(count, since: since)
+        } catch {
+            throw CommandFailure(status: 1, message: "netdevctl: \(error)")
+        }
+    }
+
+    /// netdevd's entries (its identifier, or its unit: hooks' output included), about the subject if there is one.
+    var matches: [[JournalMatch]] {
+        let netdevd = [JournalMatch("SYSLOG_IDENTIFIER", "netdevd"), JournalMatch("_SYSTEMD_UNIT", "netdevd.service")]
+        guard let subject else { return netdevd.map { [$0] } }
+        let about = Self.subjectMatches(subject)
+        return about.flatMap { term in netdevd.map { [term, $0] } }
+    }
+
+    /// What entries about `subject` carry: a path is a device's (`NETDEVD_DEVPATH`, under /sys); a name is a
+    /// link's (`NETDEVD_IFNAME`) and that of each device /sys/class names so.
+    static func subjectMatches(_ subject: String, sysfs: String = "/sys") -> [JournalMatch] {
+        if subject.hasPrefix("/") {
+            let path = subject.hasPrefix("/sys/") ? subject : "/sys" + subject
+            return [JournalMatch("NETDEVD_DEVPATH", path)]
+        }
+        var matches = [JournalMatch("NETDEVD_IFNAME", subject)]
+        guard !subject.contains("/"), subject != ".", subject != ".." else { return matches }
+        for path in devicePaths(named: subject, sysfs: sysfs) where !matches.contains(JournalMatch("NETDEVD_DEVPATH", path)) {
+            matches.append(JournalMatch("NETDEVD_DEVPATH", path))
+        }
+        return matches
+    }
+
+    /// The sysfs paths of the devices called `name` in any class (`/sys/class/*/NAME`, resolved).
+    static func devicePaths(named name: String, sysfs: String) -> [String] {
+        guard let classes = opendir(sysfs + "/class") else { return [] }
+        defer { closedir(classes) }
+        var paths: [String] = []
+        while let entry = readdir(classes) {
+            let className = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard !className.hasPrefix(".") else { continue }
+            guard let resolved = realpath("\(sysfs)/class/\(className)/\(name)", nil) else { continue }
+            paths.append(String(cString: resolved))
+            free(resolved)
+        }
+        return paths.sorted()
+    }
+
+    /// One entry as a line (`Nov 26 13:45:01 netdevd[812]: veth0 is routable`, as journalctl's short form) or as
+    /// one JSON object with the time, priority, identifier, message, message id and every NETDEVD_ field.
+    func format(_ record: JournalRecord, json: JSONMode) -> String {
+        let identifier = record.value(of: "SYSLOG_IDENTIFIER") ?? record.value(of: "_COMM") ?? "-"
+        let message = record.value(of: "MESSAGE") ?? ""
+        guard json != .off else {
+            let pid = record.value(of: "_PID").map { "[\($0)]" } ?? ""
+            return "\(JournalTime.short(record.realtimeMicroseconds)) \(identifier)\(pid): \(message)"
+        }
+        var object: [String: JSONValue] = [
+            "time": .string(JournalTime.rfc3339(record.realtimeMicroseconds)),
+            "realtimeUsec": .number(Double(record.realtimeMicroseconds)),
+            "priority": .number(Double(record.priority.rawValue)),
+            "identifier": .string(identifier),
+            "message": .string(message),
+        ]
+        if let id = record.value(of: "MESSAGE_ID") { object["messageId"] = .string(id) }
+        if let pid = record.value(of: "_PID").flatMap(Double.init) { object["pid"] = .number(pid) }
+        for field in record.fields where field.name.hasPrefix("NETDEVD_") && object[field.name] == nil {
+            object[field.name] = .string(String(decoding: field.value, as: UTF8.self))
+        }
+        let text = try? JSONTextEncoder(prettyPrinted: json == .pretty).encodeToString(JSONValue.object(object))
+        return text ?? "{}"
+    }
+}
