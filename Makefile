@@ -4,7 +4,7 @@
 SWIFT ?= swift
 SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
-APT_PACKAGES ?= pkg-config libudev-dev udev iproute2
+APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
 .PHONY: all deps build run test test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay order-file fuzz clean
 

@@ -176,7 +176,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NetdevctlCommandsTests", dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink"],
+            name: "NetdevctlCommandsTests", dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink", "Systemd", "CommandOptions"],
             swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding"], swiftSettings: strict),

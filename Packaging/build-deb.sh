@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the netdevd Debian package with dpkg-buildpackage. The last line of output is the path of the .deb.
 # Usage: Packaging/build-deb.sh [OUTPUT_DIR]   (default: .build-deb/ in the repository)
-# Needs root or sudo only to install missing build tools (debhelper, pkg-config, libudev-dev,
+# Needs root or sudo only to install missing build tools (debhelper, pkg-config, libudev-dev, libsystemd-dev,
 # lintian); Swift 6.3 must be on PATH. The release build is kept in .build-deb/scratch and reused.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -9,7 +9,7 @@ OUT=$(mkdir -p "${1:-$REPO/.build-deb}" && cd "${1:-$REPO/.build-deb}" && pwd)
 VERSION=$(dpkg-parsechangelog -l "$REPO/Packaging/debian/changelog" -S Version 2>/dev/null \
     || sed -n '1s/.*(\(.*\)).*/\1/p' "$REPO/Packaging/debian/changelog")
 
-needed="debhelper pkg-config libudev-dev libstdc++-12-dev lintian dpkg-dev"
+needed="debhelper pkg-config libudev-dev libsystemd-dev libstdc++-12-dev lintian dpkg-dev"
 missing=""
 for p in $needed; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -13,7 +13,7 @@ set -euo pipefail
 DIR=${1:-${NETDEVD_E2E_ROOT:-/var/cache/netdevd-e2e/bookworm}}
 SUITE=bookworm
 # systemd as PID 1 (systemd-sysv), systemctl/journalctl/udevd, dbus for systemctl's bus-less fallbacks to work
-# like on a real host, libsystemd0 (systemd's) and libudev1 (the package's only dependency besides libc), iproute2 for `ip`
+# like on a real host, libsystemd0 and libudev1 (the package's dependencies besides libc), iproute2 for `ip`
 # inside the container, systemd-journal-remote for its systemd-journal-upload (the central-journal check). Nothing else: the checks run their logic on the host and only call these inside.
 PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libudev1,udev,iproute2,systemd-journal-remote
 STAMP=.netdevd-e2e-rootfs

@@ -27,7 +27,14 @@ enum Completions {
     }
 
     private static func options(of spec: CommandSpec, root: Bool) -> [String] {
-        spec.options.filter { !$0.hidden }.map { "--\($0.name)" } + ["--help"] + (root ? ["--version"] : [])
+        spec.options.filter { !$0.hidden }.flatMap { option in
+            ["--\(option.name)"] + (option.short.map { ["-\($0)"] } ?? [])
+        } + ["--help"] + (root ? ["--version"] : [])
+    }
+
+    /// `--socket` and `--directory` complete file names.
+    private static func takesFile(_ option: OptionSpec) -> Bool {
+        option.name == "socket" || option.name == "directory"
     }
 
     private static func quoted(_ text: String) -> String {
@@ -50,12 +57,12 @@ enum Completions {
             """
         for option in valueOptions {
             let action =
-                option.name == "socket"
+                Self.takesFile(option)
                 ? "COMPREPLY=($(compgen -f -- \"$cur\"))"
                 : option.choices.isEmpty
                     ? "COMPREPLY=()"
                     : "COMPREPLY=($(compgen -W \(quoted(option.choices.joined(separator: " "))) -- \"$cur\"))"
-            text += "        --\(option.name)) \(action); return ;;\n"
+            text += "        --\(option.name)\(option.short.map { "|-\($0)" } ?? "")) \(action); return ;;\n"
         }
         text += """
                 esac
@@ -103,9 +110,9 @@ enum Completions {
             """
         for option in valueOptions {
             let action =
-                option.name == "socket"
+                Self.takesFile(option)
                 ? "_files" : option.choices.isEmpty ? ":" : "compadd -- \(option.choices.joined(separator: " "))"
-            text += "        --\(option.name)) \(action); return ;;\n"
+            text += "        --\(option.name)\(option.short.map { "|-\($0)" } ?? "")) \(action); return ;;\n"
         }
         text += """
                 esac
@@ -144,8 +151,9 @@ enum Completions {
         func optionLines(_ spec: CommandSpec, condition: String) {
             for option in spec.options where !option.hidden {
                 var line = "complete -c netdevctl -n \(quoted(condition)) -l \(option.name)"
+                if let short = option.short { line += " -s \(short)" }
                 if option.valueName != nil {
-                    line += option.name == "socket" ? " -r -F" : " -x"
+                    line += Self.takesFile(option) ? " -r -F" : " -x"
                     if !option.choices.isEmpty { line += " -a \(quoted(option.choices.joined(separator: " ")))" }
                 }
                 lines.append(line + " -d \(quoted(option.help))")

@@ -50,6 +50,11 @@ struct LogCommand: NetdevctlCommand {
         for record in records { print(view.format(record, json: options.json)) }
         guard follow else { return }
         fflush(nil)
+        // Following ends only by a signal: one blocked by whoever started netdevctl must still end it.
+        var ending = sigset_t()
+        sigemptyset(&ending)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&ending, signal) }
+        pthread_sigmask(SIG_UNBLOCK, &ending, nil)
         while true {
             try reader.wait(timeoutMicroseconds: UInt64.max)
             while let record = try reader.next() {
@@ -159,7 +164,8 @@ struct JournalView {
         }
         var matches = [JournalMatch("NETDEVD_IFNAME", subject)]
         guard !subject.contains("/"), subject != ".", subject != ".." else { return matches }
-        for path in devicePaths(named: subject, sysfs: sysfs) where !matches.contains(JournalMatch("NETDEVD_DEVPATH", path)) {
+        for path in devicePaths(named: subject, sysfs: sysfs)
+        where !matches.contains(JournalMatch("NETDEVD_DEVPATH", path)) {
             matches.append(JournalMatch("NETDEVD_DEVPATH", path))
         }
         return matches
@@ -171,7 +177,9 @@ struct JournalView {
         defer { closedir(classes) }
         var paths: [String] = []
         while let entry = readdir(classes) {
-            let className = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let className = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             guard !className.hasPrefix(".") else { continue }
             guard let resolved = realpath("\(sysfs)/class/\(className)/\(name)", nil) else { continue }
             paths.append(String(cString: resolved))

@@ -8,7 +8,8 @@ struct Status: NetdevctlCommand {
     static let name = "status"
     static let abstract = "Show the online state, the links and device counts, or one link and its journal entries."
     static let arguments = [
-        ArgumentSpec("link", help: "Show this link in detail, then netdevd's last 10 journal entries about it.", optional: true)
+        ArgumentSpec(
+            "link", help: "Show this link in detail, then netdevd's last 10 journal entries about it.", optional: true)
     ]
 
     var link: String?

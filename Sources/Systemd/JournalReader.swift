@@ -10,6 +10,12 @@ public struct JournalRecordField: Sendable, Equatable {
     public var name: String
     /// The value as stored: text, or any bytes.
     public var value: [UInt8]
+
+    /// A field named `name` with `value`'s bytes.
+    public init(name: String, value: [UInt8]) {
+        self.name = name
+        self.value = value
+    }
 }
 
 /// One entry read back from the journal.
@@ -18,6 +24,12 @@ public struct JournalRecord: Sendable, Equatable {
     public var realtimeMicroseconds: UInt64
     /// Its fields, as the journal stores them; a name may repeat.
     public var fields: [JournalRecordField]
+
+    /// An entry received at `realtimeMicroseconds` with `fields`.
+    public init(realtimeMicroseconds: UInt64, fields: [JournalRecordField]) {
+        self.realtimeMicroseconds = realtimeMicroseconds
+        self.fields = fields
+    }
 
     /// The first value of `name` as text (invalid UTF-8 repaired), or `nil` when the entry has none.
     public func value(of name: String) -> String? {

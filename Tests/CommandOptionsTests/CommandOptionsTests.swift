@@ -25,6 +25,26 @@ struct CommandOptionsTests {
         #expect(try spec.parse(["n", "--secret", "s"]).value("secret") == "s")
     }
 
+    @Test("one-letter options: -n 10, -n10, a flag's -f alone; help names both forms")
+    func shortOptions() throws {
+        let spec = CommandSpec(
+            name: "tool log", abstract: "Logs.",
+            options: [
+                .option("lines", short: "n", value: "count", help: "How many."),
+                .flag("follow", short: "f", help: "Follow."),
+            ])
+        let spaced = try spec.parse(["-n", "10", "-f"])
+        #expect(spaced.value("lines") == "10" && spaced.flag("follow"))
+        let joined = try spec.parse(["-n5"])
+        #expect(joined.value("lines") == "5" && !joined.flag("follow"))
+        // A value that looks like an option is still the value: the command decides whether -5 is a count.
+        #expect(try spec.parse(["-n", "-5"]).value("lines") == "-5")
+        #expect(throws: UsageError.self) { try spec.parse(["-fx"]) }
+        #expect(throws: UsageError.self) { try spec.parse(["-x"]) }
+        #expect(throws: UsageError.self) { try spec.parse(["-n"]) }
+        #expect(spec.help().contains("-n, --lines <count>") && spec.help().contains("-f, --follow"))
+    }
+
     @Test("mistakes are usage errors that say what is wrong and show the usage")
     func mistakes() {
         func message(_ arguments: [String]) -> String? {

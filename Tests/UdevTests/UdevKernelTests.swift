@@ -1,6 +1,7 @@
 import Foundation
 import KernelTestSupport
 import Testing
+
 @testable import Udev
 
 /// Reads a monitor until `count` devices whose sysname starts with `prefix` arrived, or 5 s pass.
