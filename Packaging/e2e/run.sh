@@ -8,7 +8,9 @@
 # installs DEB with dpkg inside, and checks, each printing PASS or FAIL with its figures:
 #   a. start: `systemctl start --no-block` is `activating` until READY=1, then `active`; `netdevctl status` works
 #   b. links: a veth pair made in the container's netns shows up in `netdevctl links` and in
-#      `journalctl -u netdevd -o json` (NETDEVD_IFNAME=), and `journalctl -x` shows the catalog's text
+#      `journalctl -u netdevd -o json` (NETDEVD_IFNAME=), and `journalctl -x` shows the catalog's text;
+#      `netdevctl log e2e0` and `netdevctl status e2e0` show those entries through sd-journal, and a user outside
+#      the journal's groups is told so
 #   c. hooks: hooks in /etc/netdevd/hooks.d (the package's examples, and one that prints its environment) run
 #      for link-added, device-added, link-state and online-state (a veth made routable) with the documented
 #      NETDEVD_* environment, as the transient user; their output is in the journal
@@ -280,6 +282,24 @@ if [ -n "$cat_ok" ]; then
 else
     fail "b. catalog: no catalog explanation of e2e0's entries in journalctl -x ($(wc -l < "$WORK/catalog.txt") catalog lines installed)"
     C journalctl -x -u netdevd.service --no-pager NETDEVD_IFNAME=e2e0 -n 8 | indent
+fi
+
+# netdevctl reads the same entries with sd-journal: log lists at least what journalctl found just before (netdevd's,
+# about e2e0), status e2e0 ends with one of them, and a user outside systemd-journal/adm is told which group reads
+# them. (Entries about e2e0 may still be arriving: each look is taken after the one it is compared with.)
+C netdevctl status e2e0 > "$WORK/b-status.txt" 2>&1; status_rc=$?
+n_journal=$(C journalctl -u netdevd.service --no-pager -o cat NETDEVD_IFNAME=e2e0 | wc -l)
+C netdevctl log e2e0 > "$WORK/b-log.txt" 2>&1; log_rc=$?
+C setpriv --reuid=65534 --regid=65534 --clear-groups netdevctl log e2e0 > "$WORK/b-log-nobody.txt" 2>&1
+n_log=$(grep -c ' netdevd\[[0-9]*\]: ' "$WORK/b-log.txt")
+last=$(tail -n 1 "$WORK/b-status.txt")
+if [ "$log_rc" = 0 ] && [ "$status_rc" = 0 ] && [ "$n_log" -ge 1 ] && [ "$n_log" -ge "$n_journal" ] \
+    && grep -qxF -- "$last" "$WORK/b-log.txt" && ! grep -qv ' netdevd\[[0-9]*\]: ' "$WORK/b-log.txt" \
+    && grep -q "'systemd-journal' or 'adm' group" "$WORK/b-log-nobody.txt"; then
+    pass "b. netdevctl log e2e0: $n_log entries, netdevd's only (journalctl: $n_journal); status e2e0 ends with '${last#*: }'; nobody is told which group reads them"
+else
+    fail "b. netdevctl log/status e2e0: exit $log_rc/$status_rc, $n_log entries against journalctl's $n_journal"
+    indent < "$WORK/b-log.txt" | tail -n 5; indent < "$WORK/b-status.txt" | tail -n 5; indent < "$WORK/b-log-nobody.txt"
 fi
 
 # ---- c. hooks ---------------------------------------------------------------------------------------------------
