@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-handwritten benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -116,6 +116,13 @@ $(STATIC_CXX)/libstdc++.so:
 benchmark-daemon: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
+
+# The parts netdevd writes itself against the libraries they stand in for (JSONCoding against FoundationEssentials'
+# coders, CommandOptions against swift-argument-parser): time, stripped size, private memory, help and errors, in
+# one run (Benchmarks/HandWritten/compare.sh), built as the package builds netdevd. README's "What we write
+# ourselves, and why" holds its figures.
+benchmark-handwritten: deps $(STATIC_CXX)/libstdc++.so
+	Benchmarks/HandWritten/compare.sh $(RELEASE_FLAGS)
 
 # Packaging/netdevd.order: the functions netdevd runs at start and on a link change, which the release link
 # places together (Package.swift). Run it (as root) after changes that rename or add much of that code.

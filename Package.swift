@@ -215,6 +215,25 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         )
     )
+    // The hand-written parts against the libraries they stand in for (make benchmark-handwritten): JSONCoding against
+    // FoundationEssentials' coders, CommandOptions against swift-argument-parser.
+    package.dependencies.append(.package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"))
+    package.targets.append(
+        .executableTarget(
+            name: "HandWrittenCoders", dependencies: ["JSONCoding", "NetdevWire", "Varlink"],
+            path: "Benchmarks/HandWritten/Coders", swiftSettings: strict)
+    )
+    package.targets.append(
+        .executableTarget(
+            name: "LinkedOwn", dependencies: ["JSONCoding", "CommandOptions", "NetdevWire"],
+            path: "Benchmarks/HandWritten/LinkedOwn", swiftSettings: strict)
+    )
+    package.targets.append(
+        .executableTarget(
+            name: "LinkedLibraries",
+            dependencies: ["NetdevWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/HandWritten/LinkedLibraries", swiftSettings: strict)
+    )
     package.targets.append(
         .executableTarget(
             name: "SessionBenchmarks",
