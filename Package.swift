@@ -224,16 +224,20 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
             path: "Benchmarks/HandWritten/Coders", swiftSettings: strict)
     )
     package.targets.append(
-        .executableTarget(
-            name: "LinkedOwn", dependencies: ["JSONCoding", "CommandOptions", "NetdevWire"],
-            path: "Benchmarks/HandWritten/LinkedOwn", swiftSettings: strict)
+        .target(name: "HandWrittenProbe", dependencies: ["NetdevWire"], path: "Benchmarks/HandWritten/Probe",
+            swiftSettings: strict)
     )
-    package.targets.append(
-        .executableTarget(
-            name: "LinkedLibraries",
-            dependencies: ["NetdevWire", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Benchmarks/HandWritten/LinkedLibraries", swiftSettings: strict)
-    )
+    let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+    for (name, dependencies) in [
+        ("LinkedOwn", ["JSONCoding", "CommandOptions"]), ("LinkedFoundationJSON", ["CommandOptions"]),
+        ("LinkedArgumentParser", ["JSONCoding", argumentParser]), ("LinkedLibraries", [argumentParser]),
+    ] as [(String, [Target.Dependency])] {
+        package.targets.append(
+            .executableTarget(
+                name: name, dependencies: ["HandWrittenProbe"] + dependencies, path: "Benchmarks/HandWritten/\(name)",
+                swiftSettings: strict)
+        )
+    }
     package.targets.append(
         .executableTarget(
             name: "SessionBenchmarks",

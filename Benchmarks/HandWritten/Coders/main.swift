@@ -41,13 +41,23 @@ func milliseconds(_ body: () throws -> Void) rethrows -> Double {
     return rounds.sorted()[3]
 }
 
-func row(_ what: String, own: Double, library: Double) {
-    let ratio = library / own
-    print(
-        what.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%9.1f ms %9.1f ms %7.2fx", own, library, ratio))
+func padded(_ text: String, _ width: Int) -> String {
+    text + String(repeating: " ", count: max(0, width - text.count))
 }
 
-print("what".padding(toLength: 44, withPad: " ", startingAt: 0) + "   JSONCoding  Foundation  library/own")
+func figure(_ value: Double) -> String {
+    let tenths = Int((value * 10).rounded())
+    return "\(tenths / 10).\(tenths % 10)"
+}
+
+func row(_ what: String, own: Double, library: Double) {
+    let ratio = Int((library / own * 100).rounded())
+    print(
+        padded(what, 34) + padded(figure(own) + " ms", 14) + padded(figure(library) + " ms", 14)
+            + "\(ratio / 100).\(ratio % 100 < 10 ? "0" : "")\(ratio % 100)x")
+}
+
+print(padded("what", 34) + padded("JSONCoding", 14) + padded("Foundation", 14) + "Foundation / JSONCoding")
 for count in [1_000, 20_000] {
     let reply = links(count)
     var own: [UInt8] = []
@@ -55,8 +65,9 @@ for count in [1_000, 20_000] {
     let ownTime = try milliseconds { own = try JSONTextEncoder().encode(reply) }
     let libraryTime = try milliseconds { library = try JSONEncoder().encode(reply) }
     // Both texts must say the same: decoded by the other coder, the same reply.
-    precondition(try JSONDecoder().decode(Reply.self, from: Data(own)).links == reply.links)
-    precondition(try JSONTextDecoder().decode(Reply.self, from: [UInt8](library)).links == reply.links)
+    let ownRead = try JSONDecoder().decode(Reply.self, from: Data(own))
+    let libraryRead = try JSONTextDecoder().decode(Reply.self, from: [UInt8](library))
+    precondition(ownRead.links == reply.links && libraryRead.links == reply.links)
     row("encode ListLinks, \(count) links", own: ownTime, library: libraryTime)
 }
 let calls = (0..<100_000).map { index -> [UInt8] in

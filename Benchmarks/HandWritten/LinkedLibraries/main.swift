@@ -1,12 +1,8 @@
-// LinkedOwn's twin: the same reply encoded with FoundationEssentials' JSONEncoder and the same command line parsed with
-// swift-argument-parser; prints its private memory (USS) from /proc/self/smaps_rollup.
+// LinkedOwn with both libraries: swift-argument-parser for the command line, FoundationEssentials' JSONEncoder for
+// the reply.
 import ArgumentParser
 import FoundationEssentials
-import NetdevWire
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import HandWrittenProbe
 
 struct Links: ParsableCommand {
     static let configuration = CommandConfiguration(commandName: "netdevctl links", abstract: "List links.")
@@ -19,19 +15,8 @@ struct Links: ParsableCommand {
     @Argument(help: "A glob.") var pattern: String?
 
     func run() throws {
-        let link = LinkReport(
-            index: 1, name: pattern ?? "lo", type: "loopback", macAddress: nil, mtu: 65536,
-            operationalState: "carrier", addresses: ["127.0.0.1/8"], gateways: [])
-        print(String(decoding: try JSONEncoder().encode(["links": [link]]), as: UTF8.self))
-        var rollup = ""
-        if let file = fopen("/proc/self/smaps_rollup", "r") {
-            var line = [CChar](repeating: 0, count: 256)
-            while fgets(&line, Int32(line.count), file) != nil {
-                rollup += String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
-            fclose(file)
-        }
-        print(rollup, terminator: "")
+        print(String(decoding: try JSONEncoder().encode(["links": [sampleLink(named: pattern)]]), as: UTF8.self))
+        printMemory()
     }
 }
 
