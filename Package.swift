@@ -100,7 +100,7 @@ let package = Package(
             name: "NetdevDaemon",
             dependencies: [
                 "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding", "CLinux",
-                "Locking", .product(name: "Prometheus", package: "swift-prometheus"),
+                "Locking", "CommandOptions", .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),

@@ -7,7 +7,7 @@ creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them wit
 
   - netdevd's own CPU (utime+stime from /proc/PID/stat) and its hook children's (cutime+cstime) per burst;
   - RSS idle, at 1,000 links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms); beside each
-    RSS, PSS and the private part (USS) from /proc/PID/smaps_rollup;
+    RSS, PSS, the private part (USS) and its dirty pages from /proc/PID/smaps_rollup;
   - the time from `ip -batch` returning until `netdevctl links` lists all 1,000 links (and then none);
   - drift: netdevd's links and addresses against `ip -j link` and `ip -j addr` at the end of each phase;
   - exec to READY=1 (sd_notify, on a socket of ours) with no links and with 1,000 links present;
@@ -93,17 +93,20 @@ def proc_status(pid, key):
 
 
 def memory_rollup(pid):
-    """RSS / PSS / USS of /proc/PID/smaps_rollup, in MiB, as one figure: the resident set, its proportional share
-    (pages shared with other processes, a library's say, counted by their share) and its private part (what
-    the process alone holds: what ending it would give back)."""
+    """RSS / PSS / USS / private dirty of /proc/PID/smaps_rollup, in MiB, as one figure: the resident set, its
+    proportional share (pages shared with other processes, a library's say, counted by their share), its private
+    part (what the process alone holds: what ending it would give back), and of that the dirty part (written
+    pages: the heap, stacks, relocated data; a library's code pages are private clean while no other process maps
+    that library, and shared once one does)."""
     fields = {}
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
             parts = line.split()
             if len(parts) == 3 and parts[2] == "kB":
                 fields[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    private = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
-    return f"{fields.get('Rss', 0):.1f} / {fields.get('Pss', 0):.1f} / {private:.1f}"
+    dirty = fields.get("Private_Dirty", 0)
+    private = fields.get("Private_Clean", 0) + dirty
+    return f"{fields.get('Rss', 0):.1f} / {fields.get('Pss', 0):.1f} / {private:.1f} / {dirty:.2f}"
 
 
 def task_switches(pid):
@@ -454,7 +457,7 @@ def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_
     figures[f"{label}: {rss_label} (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
     figures[f"{label}: {rss_label}, anonymous / file pages (MiB)"] = (
         f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
-    figures[f"{label}: {rss_label}, RSS / PSS / USS (MiB)"] = memory_rollup(daemon.pid)
+    figures[f"{label}: {rss_label}, RSS / PSS / USS / private dirty (MiB)"] = memory_rollup(daemon.pid)
     figures[f"{label}: drift against ip -j link/addr"] = len(problems)
     for problem in problems[:10]:
         print(f"  drift: {problem}", file=sys.stderr)
@@ -527,7 +530,7 @@ def main():
         save_smaps(options.smaps, daemon.pid, "idle")
         figures["RSS idle, anonymous / file pages (MiB)"] = (
             f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
-        figures["RSS idle, RSS / PSS / USS (MiB)"] = memory_rollup(daemon.pid)
+        figures["RSS idle, RSS / PSS / USS / private dirty (MiB)"] = memory_rollup(daemon.pid)
         if options.idle_seconds > 0:
             wakeups, threads = idle(daemon.pid, options.idle_seconds)
             figures[f"idle wake-ups per minute (over {options.idle_seconds:g} s)"] = round(wakeups, 1)

@@ -174,7 +174,10 @@ public struct CommandSpec: Sendable {
                 let body = argument.dropFirst(2)
                 let name = body.split(separator: "=", maxSplits: 1).first.map(String.init) ?? ""
                 guard let long = options.first(where: { $0.name == name }) else {
-                    throw UsageError(self, "Unknown option '--\(name)'")
+                    let known = options.filter { !$0.hidden }.map(\.name) + ["help", "version"]
+                    let suggestion = closestName(to: name, among: known, maximumDistance: 2)
+                    throw UsageError(
+                        self, "Unknown option '--\(name)'" + (suggestion.map { ". Did you mean '--\($0)'?" } ?? ""))
                 }
                 option = long
                 if let equals = body.firstIndex(of: "=") {
@@ -232,6 +235,29 @@ public struct CommandSpec: Sendable {
         if let extra = positionals.first { throw UsageError(self, "Unexpected argument '\(extra)'") }
         return parsed
     }
+}
+
+/// The name a person most likely meant by `typed`, for "did you mean": the closest of `candidates` within
+/// `maximumDistance` edits (case ignored), or `nil` when none is that close.
+public func closestName(to typed: String, among candidates: [String], maximumDistance: Int) -> String? {
+    let scored = candidates.map { ($0, editDistance(typed.lowercased(), $0.lowercased())) }
+    guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= maximumDistance else { return nil }
+    return best.0
+}
+
+/// The Levenshtein distance: how many letters must be inserted, deleted or changed to make one string the other.
+public func editDistance(_ lhs: String, _ rhs: String) -> Int {
+    let a = Array(lhs)
+    let b = Array(rhs)
+    var previous = Array(0...b.count)
+    for i in 1...max(a.count, 1) where !a.isEmpty {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...max(b.count, 1) where !b.isEmpty {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return a.isEmpty ? b.count : previous[b.count]
 }
 
 /// What a command line said: option values, flags and positionals by name, or a request for help or the version.

@@ -1,3 +1,4 @@
+import CommandOptions
 public import NetdevSession
 import NetdevWire
 
@@ -269,21 +270,5 @@ private struct Builder {
 
 /// The known name closest to `name` (case-insensitive edit distance at most 3), for "did you mean".
 func closest(_ name: String, in candidates: [String]) -> String? {
-    let scored = candidates.map { ($0, editDistance(name.lowercased(), $0.lowercased())) }
-    guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= 3 else { return nil }
-    return best.0
-}
-
-func editDistance(_ lhs: String, _ rhs: String) -> Int {
-    let a = Array(lhs)
-    let b = Array(rhs)
-    var previous = Array(0...b.count)
-    for i in 1...max(a.count, 1) where !a.isEmpty {
-        var current = [i] + Array(repeating: 0, count: b.count)
-        for j in 1...max(b.count, 1) where !b.isEmpty {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-        }
-        previous = current
-    }
-    return a.isEmpty ? b.count : previous[b.count]
+    closestName(to: name, among: candidates, maximumDistance: 3)
 }

@@ -136,22 +136,33 @@ extension String {
 /// writer thread of its own and never from its event loop.
 enum SystemJournal {
     static func send(_ entry: JournalEntry) throws(JournalError) {
-        // One buffer with every `NAME=value`, and a vector of (offset, length) into it: two allocations per entry.
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(entry.fields.reduce(0) { $0 + $1.name.rawValue.utf8.count + $1.value.count + 1 })
-        var spans: [(offset: Int, count: Int)] = []
-        spans.reserveCapacity(entry.fields.count)
-        for field in entry.fields {
-            let offset = bytes.count
-            bytes.append(contentsOf: field.name.rawValue.utf8)
-            bytes.append(UInt8(ascii: "="))
-            bytes.append(contentsOf: field.value)
-            spans.append((offset, bytes.count - offset))
-        }
-        guard !spans.isEmpty else { return }
-        let result = bytes.withUnsafeMutableBytes { buffer -> Int32 in
-            var vectors = spans.map { iovec(iov_base: buffer.baseAddress! + $0.offset, iov_len: $0.count) }
-            return vectors.withUnsafeMutableBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) }
+        guard !entry.fields.isEmpty else { return }
+        // Every `NAME=value` in one buffer and a vector into it, both on the stack for an entry of usual size: a burst
+        // of thousands of entries allocates nothing here (allocations on the writer's thread leave the one malloc
+        // arena fragmented after a burst).
+        let byteCount = entry.fields.reduce(0) { $0 + $1.name.rawValue.utf8.count + 1 + $1.value.count }
+        let result = withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 1) { buffer in
+            withUnsafeTemporaryAllocation(of: iovec.self, capacity: entry.fields.count) { vectors -> Int32 in
+                var offset = 0
+                for (index, field) in entry.fields.enumerated() {
+                    let start = offset
+                    for byte in field.name.rawValue.utf8 {
+                        buffer[offset] = byte
+                        offset += 1
+                    }
+                    buffer[offset] = UInt8(ascii: "=")
+                    offset += 1
+                    field.value.withUnsafeBytes { value in
+                        UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + value.count]).copyMemory(
+                            from: value)
+                    }
+                    offset += field.value.count
+                    vectors.initializeElement(
+                        at: index, to: iovec(iov_base: buffer.baseAddress! + start, iov_len: offset - start))
+                }
+                defer { vectors.baseAddress!.deinitialize(count: entry.fields.count) }
+                return sd_journal_sendv(vectors.baseAddress, Int32(entry.fields.count))
+            }
         }
         if result < 0 { throw JournalError(errno: -result) }
     }

@@ -56,6 +56,10 @@ struct CommandOptionsTests {
             }
         }
         #expect(message(["n", "--bogus"]) == "Unknown option '--bogus'")
+        #expect(message(["n", "--levle", "low"]) == "Unknown option '--levle'. Did you mean '--level'?")
+        #expect(message(["n", "--dyr"]) == "Unknown option '--dyr'. Did you mean '--dry'?")
+        // Hidden options are never suggested.
+        #expect(message(["n", "--secrt"]) == "Unknown option '--secrt'")
         #expect(message(["n", "-x"]) == "Unknown option '-x'")
         #expect(
             message(["n", "--level", "loud"]) == "The value 'loud' is invalid for '--level': it is one of low, high")

@@ -281,6 +281,15 @@ struct NetdevctlKernelTests {
         #expect(objects.count == lines.count)
         #expect(
             objects.allSatisfy { $0["NETDEVD_IFNAME"] as? String == "jl0" && $0["identifier"] as? String == "netdevd" })
+        // Rotated (journald archives the file and starts another): the entries are still read, from the archive.
+        let journald = try #require(BadDaysKernelTests.privateJournald(), "no private systemd-journald here")
+        let archivesBefore = try run("sh", "-c", "ls /run/log/journal/*/").split(separator: "\n").count
+        kill(journald, SIGUSR2)
+        #expect(
+            waitUntil {
+                (try? run("sh", "-c", "ls /run/log/journal/*/").split(separator: "\n").count) ?? 0 > archivesBefore
+            })
+        #expect(try netdevctl(["log", "jl0"]).output.hasPrefix(log.output))
         // Every netdevd entry without a subject: the start's included.
         let all = try netdevctl(["log", "--since", "-1h"])
         #expect(all.output.contains("jl0") && all.output.contains("jl1"))
@@ -300,11 +309,27 @@ struct NetdevctlKernelTests {
         #expect(directory.status == 0 && directory.output.hasPrefix(log.output.prefix(log.output.count / 2)))
         let missing = try netdevctl(["log", "--directory", "/nonexistent/journal"])
         #expect(missing.status == 1 && missing.errors.contains("/nonexistent/journal is not a directory"))
+        // A corrupted file (its second half overwritten, as a crash mid-write or a bad disk leaves it): what can be
+        // read is, the rest is skipped or said; never a crash.
+        let corrupted = FileManager.default.temporaryDirectory.appendingPathComponent("journal-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: corrupted, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: corrupted) }
+        let files = try run("sh", "-c", "ls /run/log/journal/*/*.journal").split(separator: "\n").map(String.init)
+        for (index, file) in files.enumerated() {
+            var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+            for offset in stride(from: bytes.count / 2, to: bytes.count, by: 7) { bytes[offset] = 0xA5 }
+            try Data(bytes).write(to: URL(fileURLWithPath: "\(corrupted)/system@\(index).journal"))
+        }
+        #expect(!files.isEmpty)
+        let damaged = try netdevctl(["log", "jl0", "--directory", corrupted])
+        #expect(
+            damaged.status == 0 || (damaged.status == 1 && damaged.errors.hasPrefix("netdevctl: journal: ")),
+            "\(damaged)")
 
         // -f: what comes after, as it comes.
         let follower = Process()
         follower.executableURL = URL(fileURLWithPath: RunningDaemon.built("netdevctl"))
-        follower.arguments = ["log", "jl0", "-f", "-n", "0"]
+        follower.arguments = ["log", "jl0", "-f", "-n", "1"]
         let pipe = Pipe()
         follower.standardOutput = pipe
         try follower.run()
@@ -314,14 +339,16 @@ struct NetdevctlKernelTests {
             let data = handle.availableData
             followed.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
-        // The test's signal mask is inherited: -f must still end on SIGTERM (it unblocks what ends it).
-        usleep(300_000)
+        // The newest entry printed says it has read the journal and waits for more; only then the change.
+        #expect(waitUntil(timeout: 10) { followed.withLock { $0 }.hasSuffix("\n") })
         try ip("link", "set", "jl0", "down")
         #expect(
             waitUntil(timeout: 10) { followed.withLock { $0 }.contains("jl0: carrier → off") },
             "-f printed: \(followed.withLock { $0 })")
+        // The test's signal mask is inherited: -f must still end on SIGTERM (it unblocks what ends it).
         follower.terminate()
         follower.waitUntilExit()
+        #expect(follower.terminationReason == .uncaughtSignal && follower.terminationStatus == SIGTERM)
         pipe.fileHandleForReading.readabilityHandler = nil
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
