@@ -15,8 +15,8 @@ enum JournalTime {
         let text = text.trimmingSpaces
         switch text {
         case "now": return now
-        case "today": return midnight(of: now, daysBefore: 0)
-        case "yesterday": return midnight(of: now, daysBefore: 1)
+        case "today": return localTime(of: now, daysBefore: 0)
+        case "yesterday": return localTime(of: now, daysBefore: 1)
         default: break
         }
         if text.hasPrefix("@") {
@@ -33,10 +33,8 @@ enum JournalTime {
         case 1 where parts[0].contains("-"):
             return local(date: parts[0], time: "00:00:00")
         case 1:
-            guard let midnight = midnight(of: now, daysBefore: 0), let seconds = secondsOfDay(parts[0]) else {
-                return nil
-            }
-            return midnight + UInt64(seconds) * 1_000_000
+            guard let time = timeOfDay(parts[0]) else { return nil }
+            return localTime(of: now, daysBefore: 0, at: time)
         case 2:
             return local(date: parts[0], time: parts[1])
         default:
@@ -47,7 +45,7 @@ enum JournalTime {
     /// `15min`, `2 h`, `1d`: a span in microseconds.
     private static func span(_ text: String) -> UInt64? {
         let digits = text.prefix { $0.isASCII && $0.isNumber }
-        guard let amount = UInt64(digits), amount < 1_000_000_000 else { return nil }
+        guard let amount = UInt64(digits) else { return nil }
         let seconds: UInt64
         switch String(text.dropFirst(digits.count)).trimmingSpaces {
         case "s", "sec", "second", "seconds": seconds = 1
@@ -57,50 +55,53 @@ enum JournalTime {
         case "w", "week", "weeks": seconds = 604_800
         default: return nil
         }
-        return amount * seconds * 1_000_000
+        let (microseconds, overflow) = amount.multipliedReportingOverflow(by: seconds * 1_000_000)
+        return overflow ? nil : microseconds
     }
 
-    /// `HH:MM` or `HH:MM:SS` as seconds since midnight.
-    private static func secondsOfDay(_ text: String) -> Int? {
-        let fields = text.split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
+    /// `HH:MM` or `HH:MM:SS`.
+    private static func timeOfDay(_ text: String) -> (hour: Int32, minute: Int32, second: Int32)? {
+        let fields = text.split(separator: ":", omittingEmptySubsequences: false).map { Int32($0) }
         guard fields.count == 2 || fields.count == 3, !fields.contains(nil) else { return nil }
         let values = fields.compactMap { $0 }
         let (hour, minute, second) = (values[0], values[1], values.count == 3 ? values[2] : 0)
         guard (0..<24).contains(hour), (0..<60).contains(minute), (0..<61).contains(second) else { return nil }
-        return hour * 3_600 + minute * 60 + second
+        return (hour, minute, second)
     }
 
     /// `YYYY-MM-DD` at `HH:MM[:SS]`, local time.
     private static func local(date: String, time: String) -> UInt64? {
-        let fields = date.split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
-        guard fields.count == 3, !fields.contains(nil), let seconds = secondsOfDay(time) else { return nil }
+        let fields = date.split(separator: "-", omittingEmptySubsequences: false).map { Int32($0) }
+        guard fields.count == 3, !fields.contains(nil), let time = timeOfDay(time) else { return nil }
         let values = fields.compactMap { $0 }
         guard (1970...9999).contains(values[0]), (1...12).contains(values[1]), (1...31).contains(values[2]) else {
             return nil
         }
         var parts = tm()
-        parts.tm_year = Int32(values[0] - 1900)
-        parts.tm_mon = Int32(values[1] - 1)
-        parts.tm_mday = Int32(values[2])
+        parts.tm_year = values[0] - 1900
+        parts.tm_mon = values[1] - 1
+        parts.tm_mday = values[2]
+        (parts.tm_hour, parts.tm_min, parts.tm_sec) = time
         parts.tm_isdst = -1
-        let midnight = mktime(&parts)
+        let seconds = mktime(&parts)
         // mktime moves 31 February to March: a day the month does not have is no date.
-        guard midnight >= 0, parts.tm_mday == Int32(values[2]) else { return nil }
-        return (UInt64(midnight) + UInt64(seconds)) * 1_000_000
+        guard seconds >= 0, parts.tm_mday == values[2] else { return nil }
+        return UInt64(seconds) * 1_000_000
     }
 
-    /// Local midnight `daysBefore` days before `now`.
-    private static func midnight(of now: UInt64, daysBefore: Int32) -> UInt64? {
+    /// `time` (midnight by default) of the local day `daysBefore` days before `now`; the clock's change on a
+    /// daylight-saving day is mktime's to apply.
+    private static func localTime(
+        of now: UInt64, daysBefore: Int32, at time: (hour: Int32, minute: Int32, second: Int32) = (0, 0, 0)
+    ) -> UInt64? {
         var seconds = time_t(now / 1_000_000)
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return nil }
-        parts.tm_hour = 0
-        parts.tm_min = 0
-        parts.tm_sec = 0
+        (parts.tm_hour, parts.tm_min, parts.tm_sec) = time
         parts.tm_mday -= daysBefore
         parts.tm_isdst = -1
-        let midnight = mktime(&parts)
-        return midnight >= 0 ? UInt64(midnight) * 1_000_000 : nil
+        let result = mktime(&parts)
+        return result >= 0 ? UInt64(result) * 1_000_000 : nil
     }
 
     /// Now, in microseconds since the epoch.

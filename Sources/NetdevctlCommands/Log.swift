@@ -1,5 +1,6 @@
 import CommandOptions
 import JSONCoding
+import NetdevWire
 import Systemd
 
 #if canImport(Glibc)
@@ -39,7 +40,8 @@ struct LogCommand: NetdevctlCommand {
 
     func run() throws {
         guard view.permitted else {
-            print(JournalView.notPermitted)
+            // On standard error: standard output stays what a script parses (empty here).
+            writeToStandardError(JournalView.notPermitted + "\n")
             return
         }
         let reader = try view.open()
@@ -49,18 +51,20 @@ struct LogCommand: NetdevctlCommand {
         }
         for record in records { print(view.format(record, json: options.json)) }
         guard follow else { return }
-        fflush(nil)
-        // Following ends only by a signal: one blocked by whoever started netdevctl must still end it.
+        // Following ends by a signal, or once nobody reads the output (`| head -1`): one blocked or ignored by whoever
+        // started netdevctl must still end it.
         var ending = sigset_t()
         sigemptyset(&ending)
-        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] { sigaddset(&ending, signal) }
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGPIPE] {
+            sigaddset(&ending, signal)
+            Glibc.signal(signal, SIG_DFL)
+        }
         pthread_sigmask(SIG_UNBLOCK, &ending, nil)
-        while true {
+        while fflush(nil) == 0 {
             try reader.wait(timeoutMicroseconds: UInt64.max)
             while let record = try reader.next() {
                 print(view.format(record, json: options.json))
             }
-            fflush(nil)
         }
     }
 }
@@ -88,6 +92,9 @@ struct JournalView {
     /// From `netdevctl log`'s command line: `-n`, `--since` and `--directory` checked.
     init(_ parsed: ParsedCommand, spec: CommandSpec) throws(UsageError) {
         subject = parsed.argument("subject")
+        if subject?.isEmpty == true {
+            throw UsageError(spec, "The link or device is empty; leave it out for every entry of netdevd's")
+        }
         directory = parsed.value("directory")
         if let lines = parsed.value("lines") {
             // A count larger than any journal holds is every entry.
@@ -109,7 +116,12 @@ struct JournalView {
     /// directory) anyone who can read it.
     var permitted: Bool {
         if let directory {
-            return access(directory, R_OK | X_OK) == 0 || errno != EACCES
+            // Readable when any journal file in it (or in its machine-id directories) is: a directory anyone may
+            // list often holds files only the journal's groups may read.
+            let files = Self.journalFiles(in: directory)
+            return files.isEmpty
+                ? access(directory, R_OK | X_OK) == 0 || errno != EACCES
+                : files.contains { access($0, R_OK) == 0 }
         }
         if geteuid() == 0 { return true }
         var groups = [gid_t](repeating: 0, count: Int(max(getgroups(0, nil), 0)) + 1)
@@ -119,6 +131,35 @@ struct JournalView {
             guard let group = getgrnam(name) else { return false }
             return groups.contains(group.pointee.gr_gid)
         }
+    }
+
+    /// The `*.journal` files in `directory` and in its subdirectories, one level down.
+    static func journalFiles(in directory: String) -> [String] {
+        var files: [String] = []
+        for entry in listing(directory) {
+            let path = directory + "/" + entry.name
+            if entry.isDirectory {
+                files += listing(path).filter { $0.name.hasSuffix(".journal") }.map { path + "/" + $0.name }
+            } else if entry.name.hasSuffix(".journal") {
+                files.append(path)
+            }
+        }
+        return files
+    }
+
+    /// The names in `directory` (hidden ones left out), and which are directories (symbolic links are not).
+    static func listing(_ directory: String) -> [(name: String, isDirectory: Bool)] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var found: [(String, Bool)] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard !name.hasPrefix(".") else { continue }
+            found.append((name, entry.pointee.d_type == UInt8(DT_DIR)))
+        }
+        return found
     }
 
     /// Opens the journal with netdevd's matches.
@@ -173,22 +214,15 @@ struct JournalView {
 
     /// The sysfs paths of the devices called `name` in any class (`/sys/class/*/NAME`, resolved).
     static func devicePaths(named name: String, sysfs: String) -> [String] {
-        guard let classes = opendir(sysfs + "/class") else { return [] }
-        defer { closedir(classes) }
-        var paths: [String] = []
-        while let entry = readdir(classes) {
-            let className = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            guard !className.hasPrefix(".") else { continue }
-            guard let resolved = realpath("\(sysfs)/class/\(className)/\(name)", nil) else { continue }
-            paths.append(String(cString: resolved))
-            free(resolved)
-        }
-        return paths.sorted()
+        listing(sysfs + "/class").compactMap { entry in
+            guard let resolved = realpath("\(sysfs)/class/\(entry.name)/\(name)", nil) else { return nil }
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }.sorted()
     }
 
-    /// One entry as a line (`Nov 26 13:45:01 netdevd[812]: veth0 is routable`, as journalctl's short form) or as
+    /// One entry as a line (`Nov 26 13:45:01 netdevd[812]: veth0 is routable`: journalctl's short form without the
+    /// host name) or as
     /// one JSON object with the time, priority, identifier, message, message id and every NETDEVD_ field.
     func format(_ record: JournalRecord, json: JSONMode) -> String {
         let identifier = record.value(of: "SYSLOG_IDENTIFIER") ?? record.value(of: "_COMM") ?? "-"

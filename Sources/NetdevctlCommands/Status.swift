@@ -48,7 +48,7 @@ extension Status {
         print("")
         let view = JournalView(subject: name, count: 10)
         guard view.permitted else {
-            print(JournalView.notPermitted)
+            writeToStandardError(JournalView.notPermitted + "\n")
             return
         }
         // The link is shown whatever the journal says: a journal that cannot be read is one line, not a failure.

@@ -72,8 +72,8 @@ public struct JournalMatch: Sendable, Equatable {
 /// Reads journal entries with libsystemd's sd-journal(3): the host's journal files, or those in one directory
 /// (a central journal written by systemd-journal-remote, say).
 ///
-/// Entries come oldest first. A file that is corrupted or being rotated is skipped by sd-journal where it cannot be
-/// read (what can be read of it is returned), never an error for the whole read. Not `Sendable`: one thread reads.
+/// Entries come oldest first. sd-journal skips what it cannot read of a corrupted or rotated file where it can; an
+/// entry it cannot read at all ends the read with its errno. Not `Sendable`: one thread reads.
 public final class JournalReader {
     private let journal: OpaquePointer
 
@@ -119,33 +119,49 @@ public final class JournalReader {
     }
 
     /// The last `count` entries received at or after `since` (µs since the epoch), oldest first; every such entry
-    /// when `count` is `nil`. Afterwards the reader stands at the end, so ``wait(timeoutMicroseconds:)`` and
-    /// ``next()`` return only entries written later.
+    /// when `count` is `nil`. Afterwards the reader stands on the newest entry read (or at the end), so
+    /// ``wait(timeoutMicroseconds:)`` and ``next()`` return the entries written after it, none skipped.
     public func last(_ count: Int?, since: UInt64? = nil) throws(JournalReadError) -> [JournalRecord] {
-        var records: [JournalRecord] = []
-        if let count {
-            try check(sd_journal_seek_tail(journal), "seeking to the end")
-            while records.count < count, try check(sd_journal_previous(journal), "reading backwards") > 0 {
-                let record = try current()
-                if let since, record.realtimeMicroseconds < since { break }
-                records.append(record)
-            }
-            records.reverse()
-        } else {
+        guard since == nil, let count else {
+            // Forward from the time (or the start): the reader ends at the end, past the newest entry.
             if let since {
                 try check(sd_journal_seek_realtime_usec(journal, since), "seeking to the time")
             } else {
                 try check(sd_journal_seek_head(journal), "seeking to the start")
             }
+            var records: [JournalRecord] = []
             while let record = try next() {
+                // Entries are ordered by file and boot, not strictly by time: a clock step puts older ones after.
                 if let since, record.realtimeMicroseconds < since { continue }
                 records.append(record)
             }
+            return count.map { Array(records.suffix($0)) } ?? records
         }
-        // At the end: the newest entry is the last one read, and the next one is one written later.
+        // Backwards from the end; the newest entry's cursor marks where following goes on.
         try check(sd_journal_seek_tail(journal), "seeking to the end")
-        _ = sd_journal_previous(journal)
-        return records
+        var records: [JournalRecord] = []
+        var newest: String?
+        while records.count < count, try check(sd_journal_previous(journal), "reading backwards") > 0 {
+            if newest == nil { newest = try cursor() }
+            records.append(try current())
+        }
+        if let newest {
+            try check(sd_journal_seek_cursor(journal, newest), "going back to the newest entry")
+            try check(sd_journal_next(journal), "going back to the newest entry")
+        } else {
+            // Nothing read (or none asked for): stand on the newest entry there is, if any.
+            try check(sd_journal_seek_tail(journal), "seeking to the end")
+            _ = try check(sd_journal_previous(journal), "reading backwards")
+        }
+        return records.reversed()
+    }
+
+    /// The cursor of the entry the reader stands on.
+    private func cursor() throws(JournalReadError) -> String {
+        var text: UnsafeMutablePointer<CChar>?
+        try check(sd_journal_get_cursor(journal, &text), "reading an entry's cursor")
+        defer { free(text) }
+        return text.map { String(cString: $0) } ?? ""
     }
 
     /// The entry after the reader's position, or `nil` at the end.

@@ -49,7 +49,8 @@ public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
     /// The manager's queue stayed full for this long: the notification waits for room on its own; it goes out when
     /// the manager reads again, and later ones are dropped until then (``stillWaiting``).
     case managerNotReading(milliseconds: Int32)
-    /// An earlier notification still waits for room in the manager's queue: this one was dropped.
+    /// An earlier notification outlived its sender's wait and still waits for room in the manager's queue: this
+    /// one was dropped.
     case stillWaiting
 
     /// A sentence a person can act on.
@@ -75,10 +76,9 @@ public enum NotifyError: Error, Equatable, CustomStringConvertible, Sendable {
 /// hidden.
 ///
 /// sd_notify(3) sends on a blocking socket: while the manager's queue is full it waits for room, for good if the
-/// manager never reads again. So the calls are made on a queue of their own, and a sender waits for its call at
-/// most a bound (``send(_:waitMilliseconds:)``); the call that did not return in time stays the only one
-/// outstanding, and notifications sent meanwhile are dropped at once. A stuck manager therefore never holds the
-/// sender, nor the process's stop.
+/// manager never reads again. So the calls are made one after another on a queue of their own, and a sender waits
+/// for its call at most a bound (``send(_:waitMilliseconds:)``); once a call has outlived that, notifications are
+/// dropped at once until it returns. A stuck manager therefore never holds the sender, nor the process's stop.
 public struct ServiceNotifier: Sendable {
     /// A notifier using the process's `NOTIFY_SOCKET`.
     public init() {}
@@ -99,8 +99,8 @@ public struct ServiceNotifier: Sendable {
     /// Sends `fields` in one datagram. Returns `false` when `NOTIFY_SOCKET` is unset (nothing sent).
     ///
     /// Waits at most `waitMilliseconds` for the manager to take the notification, then throws
-    /// ``NotifyError/managerNotReading(milliseconds:)``; while that notification still waits, later ones throw
-    /// ``NotifyError/stillWaiting`` at once and are not sent.
+    /// ``NotifyError/managerNotReading(milliseconds:)`` (the notification goes out when the manager reads again);
+    /// until it has, later ones throw ``NotifyError/stillWaiting`` at once and are not sent.
     @discardableResult
     public func send(_ fields: [NotifyField], waitMilliseconds: Int32 = 5_000) throws(NotifyError) -> Bool {
         let message = try Self.encode(fields)
@@ -130,32 +130,39 @@ public struct ServiceNotifier: Sendable {
     }
 }
 
-/// The process's `sd_notify(3)` calls, made one at a time on a serial queue so that none holds its sender for
+/// The process's `sd_notify(3)` calls, made one after another on a serial queue so that none holds its sender for
 /// longer than the sender's bound (see ``ServiceNotifier``).
 private final class NotifyCalls: Sendable {
     static let shared = NotifyCalls()
 
     private let queue = DispatchQueue(label: "sd-notify")
-    /// A call is in sd_notify and has not returned.
-    private let outstanding = Atomic<Bool>(false)
+    /// A call outlived its sender's wait and has not returned: the manager reads nothing, and sends are refused
+    /// until it does.
+    private let stuck = Atomic<Bool>(false)
 
     /// One call's result, handed from the queue to its sender.
     private final class Call: Sendable {
         let done = DispatchSemaphore(value: 0)
         let result = Atomic<Int32>(0)
+        let finished = Atomic<Bool>(false)
     }
 
     func send(_ message: String, waitMilliseconds: Int32) throws(NotifyError) -> Bool {
-        guard outstanding.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
-        else { throw .stillWaiting }
+        guard !stuck.load(ordering: .sequentiallyConsistent) else { throw .stillWaiting }
         let call = Call()
         queue.async { [self] in
             call.result.store(sd_notify(0, message), ordering: .relaxed)
-            outstanding.store(false, ordering: .releasing)
+            call.finished.store(true, ordering: .sequentiallyConsistent)
+            stuck.store(false, ordering: .sequentiallyConsistent)
             call.done.signal()
         }
         let wait = max(waitMilliseconds, 0)
         guard call.done.wait(timeout: .now() + .milliseconds(Int(wait))) == .success else {
+            // Stuck unless the call returned meanwhile (then it may have cleared the flag before it was set).
+            stuck.store(true, ordering: .sequentiallyConsistent)
+            if call.finished.load(ordering: .sequentiallyConsistent) {
+                stuck.store(false, ordering: .sequentiallyConsistent)
+            }
             throw .managerNotReading(milliseconds: wait)
         }
         let result = call.result.load(ordering: .relaxed)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import NetdevctlCommands
 
-@Suite("netdevctl log: times, counts and what an entry must carry")
+@Suite("netdevctl log: times, counts and what an entry must carry", .serialized)
 struct JournalViewTests {
     /// 2026-11-26 12:00:00 local time, in µs since the epoch.
     static let noon: UInt64 = {
@@ -33,11 +33,29 @@ struct JournalViewTests {
         #expect(JournalTime.parse("2 h ago", now: noon) == noon - 2 * hour)
         #expect(JournalTime.parse("-1d", now: noon) == noon - 24 * hour)
         #expect(JournalTime.parse("@1700000000", now: noon) == 1_700_000_000_000_000)
-        for wrong in [
+        let wrongs = [
             "", "soon", "2026-13-01", "2026-02-30", "25:00", "12:61", "-5parsecs", "@-1", "1 2 3", "-", "ago",
-        ] {
+            // Spans longer than the epoch's age, or than 64 bits of microseconds, are no time either.
+            "-300000000d", "40000000w ago", "-99999999999999999999s", "-100000w",
+        ]
+        for wrong in wrongs {
             #expect(JournalTime.parse(wrong, now: noon) == nil, "'\(wrong)' was taken")
         }
+    }
+
+    @Test("a time on a day the clocks change is that time on the wall clock, not midnight's offset plus hours")
+    func daylightSaving() {
+        setenv("TZ", "Europe/Berlin", 1)
+        tzset()
+        defer {
+            unsetenv("TZ")
+            tzset()
+        }
+        // 2026-03-29: 02:00 CET became 03:00 CEST. 12:00 CEST is 10:00 UTC.
+        let noonUTC: UInt64 = 1_774_778_400_000_000
+        #expect(JournalTime.parse("2026-03-29 12:00") == noonUTC)
+        #expect(JournalTime.parse("12:00", now: noonUTC + 3_600_000_000) == noonUTC)
+        #expect(JournalTime.parse("2026-03-29") == noonUTC - 11 * 3_600_000_000)
     }
 
     @Test("entries print as journalctl's short form, or as one JSON object with netdevd's fields")
