@@ -176,7 +176,8 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "NetdevctlCommandsTests", dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink", "Systemd", "CommandOptions"],
+            name: "NetdevctlCommandsTests",
+            dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink", "Systemd", "CommandOptions", "JSONCoding"],
             swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding"], swiftSettings: strict),
@@ -227,10 +228,21 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
         .target(name: "HandWrittenProbe", dependencies: ["NetdevWire"], path: "Benchmarks/HandWritten/Probe",
             swiftSettings: strict)
     )
-    let argumentParser = Target.Dependency.product(name: "ArgumentParser", package: "swift-argument-parser")
+    package.targets.append(
+        .target(
+            name: "HandWrittenOwnOptions", dependencies: ["HandWrittenProbe", "CommandOptions"],
+            path: "Benchmarks/HandWritten/OwnOptions", swiftSettings: strict)
+    )
+    package.targets.append(
+        .target(
+            name: "HandWrittenParserOptions",
+            dependencies: ["HandWrittenProbe", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/HandWritten/ParserOptions", swiftSettings: strict)
+    )
     for (name, dependencies) in [
-        ("LinkedOwn", ["JSONCoding", "CommandOptions"]), ("LinkedFoundationJSON", ["CommandOptions"]),
-        ("LinkedArgumentParser", ["JSONCoding", argumentParser]), ("LinkedLibraries", [argumentParser]),
+        ("LinkedOwn", ["HandWrittenOwnOptions", "JSONCoding"]), ("LinkedFoundationJSON", ["HandWrittenOwnOptions"]),
+        ("LinkedArgumentParser", ["HandWrittenParserOptions", "JSONCoding"]),
+        ("LinkedLibraries", ["HandWrittenParserOptions"]),
     ] as [(String, [Target.Dependency])] {
         package.targets.append(
             .executableTarget(

@@ -47,7 +47,7 @@ public struct DaemonOptions: Sendable {
 public final class Daemon: Sendable {
     let options: DaemonOptions
     private let journal: Journal
-    private let notifier = ServiceNotifier()
+    private let serviceNotifications = ServiceNotifications()
     /// The loop's queue: the main queue, whose thread serves the ``Poller`` and runs the loop, so a kernel
     /// message reaches the session's update with no thread woken; a queue of its own when the poller's thread
     /// runs already (never in netdevd itself, which makes its daemon first).
@@ -59,9 +59,6 @@ public final class Daemon: Sendable {
     private let signalQueue = DispatchQueue(label: "netdevd.signals")
     private let exitStatus = Locked<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
-    private let notifyWarned = Locked(false)
-    /// The manager's notification queue stayed full at the last send (see ``notify(_:)``).
-    private let notifyStalled = Locked(false)
     /// Journal writes that failed since the last one that did not, the last failure's reason, and whether any
     /// failure was reported on standard error yet.
     private let journalFailures = Locked((lost: 0, reason: "", warned: false))
@@ -387,44 +384,8 @@ public final class Daemon: Sendable {
         send(JournalEntry(message: message, priority: JournalPriority(rawValue: priority) ?? .info))
     }
 
-    /// Sends a notification; the first failure is logged, later ones are not (NOTIFY_SOCKET pointing nowhere).
+    /// Tells the service manager `notifications` (see ``ServiceNotifications``).
     func notify(_ notifications: [NetdevSession.Notification]) {
-        let fields = notifications.flatMap { notification -> [NotifyField] in
-            switch notification {
-            case .ready: [.ready]
-            case .reloading: [.reloading(monotonicMicroseconds: ServiceNotifier.monotonicMicroseconds())]
-            case .stopping: [.stopping]
-            case .watchdog: [.watchdog]
-            case .status(let text): [.status(text)]
-            }
-        }
-        // While the manager reads nothing, the notification that waits for room is the only one sent; later ones are
-        // dropped at once (stillWaiting), so watchdog pings and the stop's drain never pile up behind a stuck manager.
-        let stalled = notifyStalled.withLock { $0 }
-        do {
-            try notifier.send(fields, waitMilliseconds: 5_000)
-            if stalled {
-                notifyStalled.withLock { $0 = false }
-                log(5, "The service manager takes notifications again")
-            }
-        } catch .managerNotReading(let milliseconds) {
-            if !stalled {
-                notifyStalled.withLock { $0 = true }
-                log(
-                    4,
-                    "The service manager took no notification for \(milliseconds) ms (its queue stayed full): "
-                        + "notifications are dropped until it reads again. netdevd goes on")
-            }
-        } catch .stillWaiting {
-            // Said once, when the manager stopped reading.
-        } catch {
-            let warn = notifyWarned.withLock { warned -> Bool in
-                defer { warned = true }
-                return !warned
-            }
-            if warn {
-                log(4, "\(error); further notification failures are not logged")
-            }
-        }
+        serviceNotifications.send(notifications, log: log)
     }
 }

@@ -24,7 +24,7 @@ public struct Configuration: Codable, Sendable, Equatable {
     /// The directory netdevd writes `netdevd.prom` to for node_exporter's textfile collector; `nil` writes none.
     public var metricsTextfileDirectory: String?
 
-    /// The defaults of DESIGN.md: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
+    /// The defaults: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
     /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s; no metrics file.
     public init(
         requiredInterfaces: [InterfaceRequirement] = [],

@@ -1,6 +1,6 @@
 import HashTreeCollections
 
-/// Enumeration, lost events, reload and stop: the session lifecycle of DESIGN.md.
+/// Enumeration, lost events, reload and stop: the phases of netdevd's life, decided here.
 extension Transition {
     /// The snapshot arrived: replay what was buffered on it, then become ready (first time) or announce what
     /// changed while events were lost (resync).

@@ -45,7 +45,7 @@ struct LinkCommand: NetdevctlCommand {
 
     func run() throws {
         let link = try Self.find(name, options: options)
-        if options.printJSON(try? JSONValue(encoding: link)) { return }
+        if options.printJSON(encoding: link) { return }
         print(Self.details(link))
     }
 
@@ -126,7 +126,7 @@ struct DeviceCommand: NetdevctlCommand {
             throw CommandFailure(
                 status: 1, message: "netdevctl: no tracked device '\(path)'; `netdevctl devices` lists them")
         }
-        if options.printJSON(try? JSONValue(encoding: device)) { return }
+        if options.printJSON(encoding: device) { return }
         print(Self.describe(device), terminator: "")
     }
 

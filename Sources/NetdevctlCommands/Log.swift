@@ -49,7 +49,7 @@ struct LogCommand: NetdevctlCommand {
         if records.isEmpty, !follow, options.json == .off {
             print(view.subject.map { "-- No entries about '\($0)' --" } ?? "-- No entries --")
         }
-        for record in records { print(view.format(record, json: options.json)) }
+        for record in records { show(record) }
         guard follow else { return }
         // Following ends by a signal, or once nobody reads the output (`| head -1`): one blocked or ignored by whoever
         // started netdevctl must still end it.
@@ -62,10 +62,15 @@ struct LogCommand: NetdevctlCommand {
         pthread_sigmask(SIG_UNBLOCK, &ending, nil)
         while fflush(nil) == 0 {
             try reader.wait(timeoutMicroseconds: UInt64.max)
-            while let record = try reader.next() {
-                print(view.format(record, json: options.json))
-            }
+            while let record = try reader.next() { show(record) }
         }
+    }
+}
+
+extension LogCommand {
+    /// One entry, as a line or (with `--json`) as one JSON object.
+    private func show(_ record: JournalRecord) {
+        if !options.printJSON(view.object(record)) { print(view.line(record)) }
     }
 }
 
@@ -221,29 +226,33 @@ struct JournalView {
         }.sorted()
     }
 
-    /// One entry as a line (`Nov 26 13:45:01 netdevd[812]: veth0 is routable`: journalctl's short form without the
-    /// host name) or as
-    /// one JSON object with the time, priority, identifier, message, message id and every NETDEVD_ field.
-    func format(_ record: JournalRecord, json: JSONMode) -> String {
-        let identifier = record.value(of: "SYSLOG_IDENTIFIER") ?? record.value(of: "_COMM") ?? "-"
-        let message = record.value(of: "MESSAGE") ?? ""
-        guard json != .off else {
-            let pid = record.value(of: "_PID").map { "[\($0)]" } ?? ""
-            return "\(JournalTime.short(record.realtimeMicroseconds)) \(identifier)\(pid): \(message)"
-        }
+    /// One entry as a line: `Nov 26 13:45:01 netdevd[812]: veth0 is routable`, journalctl's short form without the
+    /// host name.
+    func line(_ record: JournalRecord) -> String {
+        let pid = record.value(of: "_PID").map { "[\($0)]" } ?? ""
+        return "\(JournalTime.short(record.realtimeMicroseconds)) \(Self.identifier(record))\(pid): "
+            + (record.value(of: "MESSAGE") ?? "")
+    }
+
+    /// One entry as one JSON object: the time, priority, identifier, message, message id, pid and every NETDEVD_
+    /// field.
+    func object(_ record: JournalRecord) -> JSONValue {
         var object: [String: JSONValue] = [
             "time": .string(JournalTime.rfc3339(record.realtimeMicroseconds)),
             "realtimeUsec": .number(Double(record.realtimeMicroseconds)),
             "priority": .number(Double(record.priority.rawValue)),
-            "identifier": .string(identifier),
-            "message": .string(message),
+            "identifier": .string(Self.identifier(record)),
+            "message": .string(record.value(of: "MESSAGE") ?? ""),
         ]
         if let id = record.value(of: "MESSAGE_ID") { object["messageId"] = .string(id) }
         if let pid = record.value(of: "_PID").flatMap(Double.init) { object["pid"] = .number(pid) }
         for field in record.fields where field.name.hasPrefix("NETDEVD_") && object[field.name] == nil {
             object[field.name] = .string(String(decoding: field.value, as: UTF8.self))
         }
-        let text = try? JSONTextEncoder(prettyPrinted: json == .pretty).encodeToString(JSONValue.object(object))
-        return text ?? "{}"
+        return .object(object)
+    }
+
+    private static func identifier(_ record: JournalRecord) -> String {
+        record.value(of: "SYSLOG_IDENTIFIER") ?? record.value(of: "_COMM") ?? "-"
     }
 }

@@ -43,7 +43,7 @@ extension Status {
     /// The link's details, then its last 10 entries in the journal (or the line saying they cannot be read).
     func showLink(_ name: String) throws {
         let link = try LinkCommand.find(name, options: options)
-        if options.printJSON(try? JSONValue(encoding: link)) { return }
+        if options.printJSON(encoding: link) { return }
         print(LinkCommand.details(link))
         print("")
         let view = JournalView(subject: name, count: 10)
@@ -54,7 +54,7 @@ extension Status {
         // The link is shown whatever the journal says: a journal that cannot be read is one line, not a failure.
         do {
             let records = try view.read(try view.open())
-            for record in records { print(view.format(record, json: .off)) }
+            for record in records { print(view.line(record)) }
         } catch {
             print(String(error.message.dropFirst("netdevctl: ".count)))
         }

@@ -39,8 +39,7 @@
 #   99  the harness itself failed (a daemon did not come up within ~5 s, a mount failed);
 #   128+N if the harness was interrupted by signal N.
 #
-# Derived from ../shared/recipes/in-netns.sh, 20-udevd-netns.sh and 10-journald-private.sh
-# (checked on Debian 12, systemd 252); this copy is the one the project owns and runs.
+# Checked on Debian 12 with systemd 252.
 
 set -uo pipefail
 

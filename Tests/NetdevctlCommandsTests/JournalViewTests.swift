@@ -1,5 +1,6 @@
 import CommandOptions
 import Foundation
+import JSONCoding
 import Systemd
 import Testing
 
@@ -68,10 +69,11 @@ struct JournalViewTests {
             ])
         let view = JournalView(subject: "veth0", count: 10)
         #expect(
-            view.format(record, json: .off)
+            view.line(record)
                 == "\(JournalTime.short(record.realtimeMicroseconds)) netdevd[812]: veth0 is routable")
         let object = try #require(
-            JSONSerialization.jsonObject(with: Data(view.format(record, json: .short).utf8)) as? [String: Any])
+            JSONSerialization.jsonObject(with: Data(try JSONTextEncoder().encode(view.object(record))))
+                as? [String: Any])
         #expect(object["time"] as? String == "2023-11-14T22:13:20.123456Z")
         #expect(object["message"] as? String == "veth0 is routable")
         #expect(object["priority"] as? Int == 5 && object["pid"] as? Int == 812)

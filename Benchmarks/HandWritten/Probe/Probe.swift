@@ -5,6 +5,17 @@ public import NetdevWire
 import Glibc
 #endif
 
+/// The reply every program encodes: ListLinks' shape.
+public struct LinkReportSample: Encodable {
+    /// The links.
+    public var links: [LinkReport]
+
+    /// A reply with `links`.
+    public init(links: [LinkReport]) {
+        self.links = links
+    }
+}
+
 /// The one link every program encodes, named by the command line's pattern.
 public func sampleLink(named name: String?) -> LinkReport {
     LinkReport(
