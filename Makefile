@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-handwritten benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-handwritten benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -33,11 +33,19 @@ run: deps
 	env $(UNIT_ENVIRONMENT) "$$($(SWIFT) build --show-bin-path)/netdevd" --log-target console \
 		--config /etc/netdevd/netdevd.conf
 
-# Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness.
+# Unit tests (kernel tests skip themselves with a printed reason), then the kernel tests in the harness. Each pass
+# is counted against the tests Tests/ declares (Tests/Harness/tally.py), so a test that silently stops running fails
+# the run; the counts are in .build/test-results/*.tally.
+RESULTS := $(CURDIR)/.build/test-results
 test: deps test-servers
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	@$(MAKE) --no-print-directory test-kernel
+	@$(MAKE) --no-print-directory test-unit test-kernel
+
+test-unit:
+	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
+	set -o pipefail; $(SWIFT) test --skip-build --event-stream-output-path $(RESULTS)/unit.jsonl \
+		--event-stream-version 0 2>&1 | tee $(RESULTS)/unit.log
+	@Tests/Harness/tally.py unit $(RESULTS)
 
 # The kernel tests' real servers (the metrics test reads netdevd's file through node_exporter and Prometheus):
 # Debian's packages, unpacked into .build/test-servers rather than installed, so no service of theirs starts.
@@ -57,27 +65,36 @@ test-servers:
 		rm -rf $(TEST_SERVERS).debs; \
 	fi
 
-# The tests that need the real kernel, udevd and journald, run one at a time inside Tests/Harness/in-netns.sh (a
-# throw-away network namespace with its own /run, /dev, udevd and journald), as root. The host's links,
-# addresses, routes, namespaces, /run and /dev are compared before and after. Without root they are skipped
-# with the reason printed; with NETDEVD_REQUIRE_KERNEL_TESTS=1 (CI) not being able to run them is a failure.
+# The tests that need the real kernel, udevd and journald (tagged `.kernel`; the unit pass lists them), run one at a
+# time inside Tests/Harness/in-netns.sh (a throw-away network namespace with its own /run, /dev, udevd and journald),
+# as root. The host's links, addresses, routes, namespaces, /run and /dev are compared before and after. Without
+# root they are skipped with the reason printed; with NETDEVD_REQUIRE_KERNEL_TESTS=1 (CI) not being able to run
+# them, a skipped test, or fewer tests than are tagged, is a failure.
 test-kernel: test-servers
+	@[ -f $(RESULTS)/unit.jsonl ] || { echo "make test-kernel selects the tests the unit pass saw tagged .kernel: run make test-unit first"; exit 1; }
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "kernel tests skipped: they need root to create a network namespace (run make test as root)"; \
+		echo "skipped: not root" > $(RESULTS)/kernel.tally; \
 		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \
 	fi; \
-	python3 -c 'import varlink' 2>/dev/null || python3 -m pip install --quiet varlink >/dev/null 2>&1 || \
-		echo "the reference Python Varlink client could not be installed; its test will be skipped"; \
-	before=$$(Tests/Harness/host-state.sh); \
-	Tests/Harness/in-netns.sh $(SWIFT) test --skip-build --no-parallel --filter Kernel; rc=$$?; \
-	after=$$(Tests/Harness/host-state.sh); \
+	if ! python3 -c 'import varlink' 2>/dev/null && ! python3 -m pip install --quiet varlink; then \
+		echo "the reference Python Varlink client could not be installed (pip install varlink); its test will be skipped"; \
+		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; \
+	fi; \
+	filter=$$(Tests/Harness/tally.py kernel-filter $(RESULTS)) || exit 1; \
+	before=$$(Tests/Harness/host-state.sh) || exit 1; \
+	Tests/Harness/in-netns.sh $(SWIFT) test --skip-build --no-parallel --filter "$$filter" \
+		--event-stream-output-path $(RESULTS)/kernel.jsonl --event-stream-version 0; rc=$$?; \
+	after=$$(Tests/Harness/host-state.sh) || exit 1; \
 	if [ "$$before" != "$$after" ]; then \
 		echo "kernel tests changed the host:"; diff <(echo "$$before") <(echo "$$after"); exit 1; \
 	fi; \
 	if [ $$rc = 77 ]; then \
 		echo "kernel tests skipped: the harness cannot run here (see its message above)"; \
+		echo "skipped: the harness cannot run here" > $(RESULTS)/kernel.tally; \
 		[ -z "$$NETDEVD_REQUIRE_KERNEL_TESTS" ] || exit 1; exit 0; \
 	fi; \
+	Tests/Harness/tally.py kernel $(RESULTS) || exit 1; \
 	exit $$rc
 
 # ThreadSanitizer over every unit test (kernel tests skip themselves), in a build folder of its own.

@@ -13,7 +13,12 @@ public enum KernelHarness {
     /// Why kernel tests are skipped here.
     public static let skipReason: Comment =
         "needs root in a throw-away network namespace with a private udevd and journald; `make test` as root runs it through Tests/Harness/in-netns.sh"
+}
 
+extension Tag {
+    /// Every suite that needs ``KernelHarness`` carries this tag: `make test-kernel` selects the kernel tests by it
+    /// (`--filter tag:kernel`), and counts them against the tests the unit pass skipped for ``KernelHarness/skipReason``.
+    @Tag public static var kernel: Self
 }
 
 /// A command that failed, with what it printed.

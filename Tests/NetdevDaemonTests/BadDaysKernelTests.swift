@@ -105,7 +105,7 @@ func describe(_ status: Int32?) -> String {
     return status & 0x7f == 0 ? "exited \((status >> 8) & 0xff)" : "killed by signal \(status & 0x7f)"
 }
 
-@Suite("netdevd on bad days", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd on bad days", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct BadDaysKernelTests {
     /// A directory for one test's files, removed at the end.
     func withDirectory(_ body: (String) throws -> Void) throws {

@@ -92,7 +92,7 @@ func journal(
     return entries
 }
 
-@Suite("netdevd against the kernel", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd against the kernel", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct DaemonKernelTests {
     @Test(
         "READY=1 after enumeration with a STATUS line; links, addresses and states reach the journal; SIGTERM exits 0")
@@ -220,7 +220,7 @@ func peakMemoryKiB(_ pid: Int32) -> Int? {
     return line?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
 }
 
-@Suite("netdevd on bad days", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd on bad days", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct DaemonBadDayTests {
     @Test("WATCHDOG_USEC set: WATCHDOG=1 about every half interval; with the loop queue blocked, the pings stop")
     func watchdog() throws {
@@ -353,7 +353,7 @@ struct DaemonBadDayTests {
     }
 }
 
-@Suite("netdevd --replay", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd --replay", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct ReplayKernelTests {
     @Test("a recorded burst replays offline: the journal entries are the live ones, the final state the kernel's")
     func replayMatchesLive() throws {
@@ -446,7 +446,7 @@ struct ReplayKernelTests {
     }
 }
 
-@Suite("netdevd without journald or udevd", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd without journald or udevd", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct DaemonWithoutServicesTests {
     @Test(
         "no journald socket: it logs <N>-prefixed lines to standard error; no udevd: auto picks the kernel source and says so"

@@ -14,7 +14,7 @@ private func collect(_ monitor: UdevMonitor, prefix: String, count: Int) throws 
     return devices
 }
 
-@Suite("Udev against the kernel", .serialized, .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("Udev against the kernel", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
 struct UdevKernelTests {
     @Test("auto picks udev when udevd runs, and says so")
     func autoSource() throws {
