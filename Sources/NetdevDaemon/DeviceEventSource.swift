@@ -147,6 +147,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         }
         lastProbe = PollerTimer.now()
         guard case .notRunning(let reason) = UdevdStatus.probe() else {
+            say(.debug, "udevd checked: running (no device event followed the kernel's link changes within 2 s)")
             if announcedSinceCheck { startCheck() }
             return
         }

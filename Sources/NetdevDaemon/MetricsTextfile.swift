@@ -41,6 +41,8 @@ public final class MetricsTextfile: Sendable {
         /// How long until the next try after a failed write (nanoseconds): 5 s, doubling up to a minute.
         var retryNanoseconds: UInt64 = 0
         var stopped = false
+        /// Writes tried (including failed ones), for tests.
+        var attempts = 0
     }
 
     private let state = Locked(State())
@@ -117,6 +119,7 @@ public final class MetricsTextfile: Sendable {
             state.scheduled = false
             guard !state.stopped, let model = state.latest, let directory = state.directory else { return nil }
             state.lastWrite = PollerTimer.now()
+            state.attempts += 1
             return (model, directory)
         }
         guard let (model, directory) = job else { return }
@@ -145,6 +148,13 @@ public final class MetricsTextfile: Sendable {
         if let notice { log(notice.0, notice.1) }
     }
 
+    /// Whether a write is queued (tests check what a model did or did not cause without waiting a second).
+    var isWriteQueued: Bool { state.withLock { $0.scheduled } }
+    /// When the last write began (monotonic nanoseconds), and how many were tried: for tests.
+    var writes: (lastStarted: UInt64?, attempts: Int) { state.withLock { ($0.lastWrite, $0.attempts) } }
+    /// Returns once the write running now (if any) has finished, what it logs included.
+    func settle() { queue.sync {} }
+
     /// Removes the file written last; later models write none.
     public func stop() {
         let written = state.withLock { state -> String? in
@@ -172,13 +182,15 @@ public final class MetricsTextfile: Sendable {
     /// someone else left there is written through; mode 0644) and renames it to `path`; what went wrong, in words
     /// an operator can act on, or `nil`.
     static func replace(_ path: String, with bytes: [UInt8]) -> String? {
-        var template = Array((Daemon.directory(of: path) + "/.netdevd.prom.XXXXXX").utf8CString)
+        // Failures name the template, not the random name: a failure that repeats reads the same, and is said once.
+        let named = Daemon.directory(of: path) + "/.netdevd.prom.XXXXXX"
+        var template = Array(named.utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard fd >= 0 else { return explain(errno, creating: temporary) }
+        guard fd >= 0 else { return explain(errno, creating: named) }
         var problem: String?
         // mkostemp makes it 0600; node_exporter runs as a user of its own.
-        if fchmod(fd, 0o644) != 0 { problem = explain(errno, creating: temporary) }
+        if fchmod(fd, 0o644) != 0 { problem = explain(errno, creating: named) }
         var offset = 0
         while problem == nil && offset < bytes.count {
             let written = bytes.withUnsafeBytes { buffer in
@@ -186,14 +198,14 @@ public final class MetricsTextfile: Sendable {
             }
             if written < 0 {
                 if errno == EINTR { continue }
-                problem = explain(errno, creating: temporary)
+                problem = explain(errno, creating: named)
             } else if written == 0 {
-                problem = "the file system took no bytes (\(temporary))"
+                problem = "the file system took no bytes (\(named))"
             } else {
                 offset += written
             }
         }
-        if close(fd) != 0 && problem == nil { problem = explain(errno, creating: temporary) }
+        if close(fd) != 0 && problem == nil { problem = explain(errno, creating: named) }
         if problem == nil && rename(temporary, path) != 0 { problem = explain(errno, creating: path) }
         if problem != nil { unlink(temporary) }
         return problem

@@ -35,6 +35,12 @@ public enum RouteMessageParser {
         try parseBuffer(bytes).messages
     }
 
+    /// The messages in the first `count` bytes of `buffer`, read where they are, as the watcher reads a datagram in
+    /// its receive buffer (whose bytes after `count` are left from earlier, longer datagrams and never read).
+    public static func parse(_ buffer: [UInt8], count: Int) throws(NetlinkParseError) -> [RouteMessage] {
+        try parseBuffer(ByteReader(bytes: buffer, count: min(max(count, 0), buffer.count))).messages
+    }
+
     static func parseBuffer(_ bytes: [UInt8]) throws(NetlinkParseError) -> ParsedBuffer {
         try parseBuffer(ByteReader(bytes: bytes))
     }

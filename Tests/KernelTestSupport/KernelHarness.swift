@@ -10,6 +10,10 @@ public enum KernelHarness {
         ProcessInfo.processInfo.environment["NETDEVD_TEST_HARNESS"] == "1" && getuid() == 0
     }
 
+    /// The trait every kernel suite carries beside `.tags(.kernel)`: enabled inside the harness, skipped with
+    /// ``skipReason`` anywhere else.
+    public static var enabled: ConditionTrait { .enabled(if: isActive, skipReason) }
+
     /// Why kernel tests are skipped here.
     public static let skipReason: Comment =
         "needs root in a throw-away network namespace with a private udevd and journald; `make test` as root runs it through Tests/Harness/in-netns.sh"

@@ -140,19 +140,26 @@ struct EffectRouterTests {
 
     @Test("an async target's event is sent when it returns; disposing cancels tasks still running")
     func asyncTarget() async {
+        let slowTask = Recorder<String>()
         let router = EffectRouter<RouterEffect, String>()
             .routeCase(\.load).to { id async -> String? in "loaded \(id)" }
             .routeCase(\.slow).to { seconds async -> String? in
+                slowTask.record("started")
                 try? await Task.sleep(for: .seconds(seconds))
-                return Task.isCancelled ? "cancelled" : "finished"
+                let outcome = Task.isCancelled ? "cancelled" : "finished"
+                slowTask.record(outcome)
+                return outcome
             }
         let (connection, events) = connect(router)
         connection.accept(.load(id: 1))
         #expect(await eventually { events.all == ["loaded 1"] })
         connection.accept(.slow(60))
+        #expect(await eventually { slowTask.all == ["started"] })
         connection.dispose()
-        try? await Task.sleep(for: .milliseconds(50))
-        #expect(events.all == ["loaded 1"])
+        // The task sees the cancellation (it would sleep a minute otherwise) and returns an event after the
+        // dispose, which must not reach the consumer.
+        #expect(await eventually { slowTask.all == ["started", "cancelled"] }, "disposing did not cancel the task")
+        #expect(await !eventually(timeout: 0.2) { events.count > 1 }, "an event arrived after dispose: \(events.all)")
     }
 
     @Test("an effect no route takes, or that two routes take, is reported as misuse")

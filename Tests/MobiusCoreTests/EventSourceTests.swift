@@ -28,6 +28,8 @@ struct EventSourceTests {
     @Test("an AsyncSequence feeds a loop until the subscription is disposed")
     func asyncSequence() async {
         let (stream, continuation) = AsyncStream<Int>.makeStream()
+        let ended = Recorder<String>()
+        continuation.onTermination = { ended.record("\($0)") }
         let loop = Mobius.loop(
             update: { (model: Int, event: Int) -> Next<Int, Never> in .next(model + event) },
             effectHandler: EffectRouter<Never, Int>().asConnectable
@@ -38,8 +40,13 @@ struct EventSourceTests {
         continuation.yield(2)
         #expect(await eventually { loop.latestModel == 3 })
         loop.dispose()
-        continuation.yield(100)
-        continuation.finish()
+        // Disposing the loop disposes the subscription, which cancels the task iterating the sequence: the stream
+        // ends, and what is yielded afterwards goes nowhere.
+        #expect(await eventually { ended.all == ["cancelled"] }, "the sequence is still being read: \(ended.all)")
+        if case .terminated = continuation.yield(100) {
+        } else {
+            Issue.record("the stream still takes elements after the loop was disposed")
+        }
         #expect(loop.latestModel == 3)
     }
 

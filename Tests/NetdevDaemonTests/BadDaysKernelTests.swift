@@ -105,7 +105,7 @@ func describe(_ status: Int32?) -> String {
     return status & 0x7f == 0 ? "exited \((status >> 8) & 0xff)" : "killed by signal \(status & 0x7f)"
 }
 
-@Suite("netdevd on bad days", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevd on bad days", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct BadDaysKernelTests {
     /// A directory for one test's files, removed at the end.
     func withDirectory(_ body: (String) throws -> Void) throws {
@@ -157,10 +157,19 @@ struct BadDaysKernelTests {
             for standardError in [ServiceLikeProcess.StandardError.brokenPipe, .closed] {
                 let daemon = try ServiceLikeProcess(
                     arguments(directory, logTarget: "console"), standardError: standardError)
-                // It logs at start and for every link change; each write fails.
+                // It logs at start and for every link change; each write fails. It still starts (its control
+                // socket answers), and its model follows the link in and out.
+                let socket = ["--socket", directory + "/io.netdevd"]
+                func listed() -> String? {
+                    (try? netdevctl(["links", "bp*", "--no-legend"] + socket)).flatMap {
+                        $0.status == 0 ? $0.output : nil
+                    }
+                }
+                #expect(waitUntil(timeout: 10) { listed() != nil }, "\(standardError): netdevd never answered")
                 try ip("link", "add", "bp0", "type", "veth", "peer", "name", "bp1")
+                #expect(waitUntil(timeout: 10) { listed()?.contains("bp0") == true }, "\(standardError): bp0 not seen")
                 try ip("link", "del", "bp0")
-                usleep(300_000)
+                #expect(waitUntil(timeout: 10) { listed() == "" }, "\(standardError): bp0 seen after its deletion")
                 #expect(daemon.isRunning, "\(standardError): \(describe(daemon.waitStatus(timeout: 0)))")
                 if case .closed = standardError {
                     let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon.pid)/fd/2")
@@ -551,16 +560,18 @@ struct BadDaysKernelTests {
     @Test("udevd killed within 10 s of a probe that found it running: the link changes after are checked later")
     func udevdDiesAfterProbe() throws {
         defer { Self.ensureUdevd() }
-        let daemon = try RunningDaemon()
+        let daemon = try RunningDaemon(extraArguments: ["--log-level", "debug"])
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         defer { _ = try? ip("link", "del", "up0a") }
         try ip("link", "add", "up0a", "type", "veth", "peer", "name", "up0b")
         #expect(waitUntil(timeout: 10) { Self.netDevices("up0", of: daemon) == 2 })
-        // The checks the pair's changes started end (its uevents came; changes udevd made follow, then a probe) ...
-        Thread.sleep(forTimeInterval: 6)
-        // ... then a change no uevent follows: 2 s later netdevd probes, and finds udevd running.
+        // A change no uevent follows: netdevd probes udevd (2 s later, or 10 s after its last probe), finds it
+        // running and says so at debug. udevd is killed as soon as that is in the journal: within the 10 s in which
+        // the probe is trusted.
         try ip("link", "set", "up0a", "up")
-        Thread.sleep(forTimeInterval: 2.6)
+        let probed = "udevd checked: running"
+        #expect(
+            waitUntil(timeout: 30) { Self.journalLines(of: daemon).contains(probed) }, "no probe found udevd running")
         try Self.killUdevd()
         defer { for index in 0..<10 { _ = try? ip("link", "del", "uq\(index)a") } }
         try ipBatch((0..<10).map { "link add uq\($0)a type veth peer name uq\($0)b" })

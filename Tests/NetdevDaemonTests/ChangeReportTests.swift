@@ -163,18 +163,21 @@ struct MonitorOrderingTests {
         let states = Protected<[Int: StateReport]>([:])
         let gaps = Protected<[String]>([])
         let done = DispatchGroup()
-        for client in 0..<4 {
+        // Client k joins at model 30 + 40 k: it calls while the next 20 models are published, and the publisher
+        // waits for its first state only after those, so every join meets a stream in motion, and starts mid-stream.
+        let joinsAt = [30, 70, 110, 150]
+        let joined = joinsAt.map { _ in DispatchSemaphore(value: 0) }
+        func join(_ client: Int) {
             done.enter()
             Thread.detachNewThread {
                 defer { done.leave() }
-                // Clients join 40 ms apart while the models are published (one per millisecond or slower).
-                usleep(UInt32(client) * 40_000)
                 guard let monitor = try? VarlinkClient(path: path) else { return }
                 var held: StateReport?
                 try? monitor.callWithMore("io.netdevd.Monitor") { reply in
                     if let first = try? reply["state"]?.decode(as: StateReport.self) {
                         firsts.withLock { $0.append(first.sequence) }
                         held = first
+                        joined[client].signal()
                     } else if let change = try? reply["change"]?.decode(as: ChangeReport.self), let current = held {
                         if change.sequence != current.sequence + 1 {
                             gaps.withLock { $0.append("client \(client): \(current.sequence) -> \(change.sequence)") }
@@ -186,15 +189,18 @@ struct MonitorOrderingTests {
                 states.withLock { $0[client] = held }
             }
         }
-        for model in models.dropFirst() {
+        for (index, model) in models.enumerated().dropFirst() {
+            if let client = joinsAt.firstIndex(of: index) { join(client) }
+            if let client = joinsAt.firstIndex(of: index - 20) {
+                #expect(joined[client].wait(timeout: .now() + 10) == .success, "client \(client) got no first state")
+            }
             connection.accept(model)
             usleep(1_000)
         }
         #expect(done.wait(timeout: .now() + 120) == .success, "a monitor never reached the last model")
         #expect(gaps.withLock { $0 } == [])
-        // The point is joining mid-stream: at least two clients must have started after the first model and
-        // before the last.
-        #expect(firsts.withLock { $0 }.filter { (2..<last).contains($0) }.count >= 2, "\(firsts.withLock { $0 })")
+        // The point is joining mid-stream: every client started after the first model and before the last.
+        #expect(firsts.withLock { $0 }.filter { (2..<last).contains($0) }.count == 4, "\(firsts.withLock { $0 })")
         let expected = StateReport(models[last - 1], devices: true)
         #expect(states.withLock { $0.count } == 4)
         for (client, state) in states.withLock({ $0 }) {

@@ -344,10 +344,12 @@ struct HookDiscoveryTests {
 @Suite("Hook supervision")
 struct HookSupervisionTests {
     /// Runs `script` as the only hook, once, for a link called `subjectName` with `environment`, and returns its
-    /// outcome (waiting up to 10 s); `whileRunning` is called once the run has started.
+    /// outcome (waiting up to 10 s); `whileRunning` is called once the run has started, with a question: has the
+    /// run ended yet?
     func runOnce(
         _ script: String, subjectName: String, environment: [LogField] = [], timeoutMilliseconds: Int = 5_000,
-        target: DispatchQueue? = nil, killGrace: DispatchTimeInterval = .seconds(5), whileRunning: () -> Void = {}
+        target: DispatchQueue? = nil, killGrace: DispatchTimeInterval = .seconds(5),
+        whileRunning: (_ ended: @escaping @Sendable () -> Bool) -> Void = { _ in }
     ) throws -> HookOutcome {
         try withTemporaryDirectory("netdevd-supervision") { directory in
             let hook = directory + "/50-hook"
@@ -361,7 +363,7 @@ struct HookSupervisionTests {
             runner.start(run, timeoutMilliseconds: timeoutMilliseconds) { finished in
                 result.withLock { $0 = finished }
             }
-            whileRunning()
+            whileRunning { result.withLock { $0 } != nil }
             let deadline = Date().addingTimeInterval(10)
             while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
             return try #require(result.withLock { $0 }?.hooks.first)
@@ -373,13 +375,18 @@ struct HookSupervisionTests {
         // The daemon's arrangement: the hooks' queue targets the loop's.
         let loop = DispatchQueue(label: "hook-supervision-test.loop")
         let outcome = try runOnce(
-            "#!/bin/sh\nexec yes\n", subjectName: "chatty0", timeoutMilliseconds: 700, target: loop,
+            "#!/bin/sh\nexec yes\n", subjectName: "chatty0", timeoutMilliseconds: 3_000, target: loop,
             killGrace: .milliseconds(500)
-        ) {
-            usleep(200_000)
+        ) { ended in
+            // The loop's queue answers while the hook writes: before the run ends at its timeout, not after.
             let answered = DispatchSemaphore(value: 0)
-            loop.async { answered.signal() }
-            #expect(answered.wait(timeout: .now() + 2) == .success, "the loop's queue answers while the hook writes")
+            let endedFirst = Locked(true)
+            loop.async {
+                endedFirst.withLock { $0 = ended() }
+                answered.signal()
+            }
+            #expect(answered.wait(timeout: .now() + 10) == .success, "the loop's queue never answered")
+            #expect(!endedFirst.withLock { $0 }, "the loop's queue answered only after the hook was stopped")
         }
         #expect(outcome.status == .timedOut)
         #expect(outcome.outputTail.hasSuffix("y"))

@@ -54,7 +54,7 @@ func prometheusQuery(_ expression: String, port: Int) throws -> [(labels: [Strin
 
 @Suite(
     "Metrics through node_exporter and Prometheus", .serialized,
-    .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+    .tags(.kernel), KernelHarness.enabled)
 struct MetricsKernelTests {
     /// Present, or required (CI): then their absence fails the test instead of skipping it.
     static var serversOrRequired: Bool {

@@ -259,8 +259,7 @@ struct MetricsTextfileTests {
         let textfile = textfile(clients: clients)
         // Not before the first enumeration: its model has no links yet, and would say "offline".
         textfile.accept(model(directory, sequence: 1, phase: .enumerating))
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(file(directory) == nil)
+        #expect(!textfile.isWriteQueued && file(directory) == nil)
 
         textfile.accept(model(directory, sequence: 1))
         #expect(waitFor { file(directory)?.contains("netdevd_control_clients 0") == true })
@@ -271,19 +270,19 @@ struct MetricsTextfileTests {
         // The same sequence is no change, however long after.
         clients.withLock { $0 = 5 }
         textfile.accept(model(directory, sequence: 1))
-        Thread.sleep(forTimeInterval: 1.3)
+        #expect(!textfile.isWriteQueued)
         #expect(file(directory)?.contains("netdevd_control_clients 0") == true)
 
         // A new one is written at once (the last write is over a second old); the next not within the second.
         textfile.accept(model(directory, sequence: 2))
         #expect(waitFor { file(directory)?.contains("netdevd_control_clients 5") == true })
-        let written = Date()
+        let written = try #require(textfile.writes.lastStarted)
         clients.withLock { $0 = 7 }
         textfile.accept(model(directory, sequence: 3))
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(file(directory)?.contains("netdevd_control_clients 5") == true)
+        #expect(textfile.isWriteQueued)
         #expect(waitFor { file(directory)?.contains("netdevd_control_clients 7") == true })
-        #expect(Date().timeIntervalSince(written) > 0.8)
+        // The write's own clock, not when this test saw the files: a slow machine cannot make this fail.
+        #expect(try #require(textfile.writes.lastStarted) >= written + 1_000_000_000)
 
         // A count the model does not show (a hook's): poke writes it.
         clients.withLock { $0 = 9 }
@@ -293,8 +292,7 @@ struct MetricsTextfileTests {
         textfile.stop()
         #expect(file(directory) == nil)
         textfile.accept(model(directory, sequence: 4))
-        Thread.sleep(forTimeInterval: 0.3)
-        #expect(file(directory) == nil)
+        #expect(!textfile.isWriteQueued && file(directory) == nil)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
     }
 
@@ -317,7 +315,8 @@ struct MetricsTextfileTests {
         let second = textfile(intervalNanoseconds: 500_000_000)
         second.accept(model(directory, sequence: 1))
         second.stop()
-        Thread.sleep(forTimeInterval: 0.3)
+        // The write queued before the stop runs (finding it stopped) or has run (and removed its file).
+        #expect(waitFor { !second.isWriteQueued })
         #expect(file(directory) == nil)
     }
 
@@ -330,15 +329,17 @@ struct MetricsTextfileTests {
         textfile.accept(model(missing, sequence: 1))
         #expect(waitFor { said.withLock { $0.count } == 1 })
         textfile.accept(model(missing, sequence: 2))
-        Thread.sleep(forTimeInterval: 0.3)
+        // The try after the first failure (5 s later) fails the same way, and is not said again.
+        #expect(waitFor(seconds: 10) { textfile.writes.attempts == 2 })
+        textfile.settle()
         let first = said.withLock { $0 }
-        #expect(first.count == 1)
+        #expect(first.count == 1, "\(first)")
         #expect(first.first?.hasPrefix("4 Cannot write the metrics file \(missing)/netdevd.prom") == true)
         #expect(first.first?.contains("does not exist") == true)
 
-        // Created, with no change to the model: the next try writes it.
+        // Created, with no change to the model: the next try (10 s after the last) writes it.
         try FileManager.default.createDirectory(atPath: missing, withIntermediateDirectories: true)
-        #expect(waitFor(seconds: 8) { file(missing) != nil })
+        #expect(waitFor(seconds: 15) { file(missing) != nil })
         #expect(said.withLock { $0.last } == "5 The metrics file \(missing)/netdevd.prom is written again")
 
         let other = directory + "/b"

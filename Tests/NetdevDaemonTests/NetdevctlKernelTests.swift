@@ -34,7 +34,7 @@ func netdevctl(_ arguments: [String], as user: String? = nil) throws -> (status:
     return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
 }
 
-@Suite("netdevctl against netdevd", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("netdevctl against netdevd", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct NetdevctlKernelTests {
     @Test("status, links, link and devices, as tables and as JSON")
     func queries() throws {
@@ -401,7 +401,7 @@ let pythonVarlinkAvailable = (try? run("python3", "-c", "import varlink")) != ni
 
 @Suite(
     "io.netdevd from the reference Python Varlink client",
-    .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason),
+    .tags(.kernel), KernelHarness.enabled,
     .enabled(if: pythonVarlinkAvailable, "the reference Python Varlink client is not installed (pip install varlink)")
 )
 struct ReferenceClientTests {
@@ -504,7 +504,7 @@ func cpuSeconds(of pid: Int32) -> Double {
     return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-@Suite("io.netdevd under many monitors", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("io.netdevd under many monitors", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct ManyMonitorsTests {
     /// Creates, raises and deletes `pairs` veth pairs, then waits until netdevd lists only `lo` again; returns the
     /// seconds that took and the CPU seconds netdevd spent.

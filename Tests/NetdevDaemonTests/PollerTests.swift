@@ -48,7 +48,9 @@ struct PollerTests {
         queue.sync { poller.unregister(token) }
         var byte: UInt8 = 4
         #expect(write(ends[1], &byte, 1) == 1)
-        usleep(100_000)
+        // A marker written after the byte, on the same poller and queue: once its handler has run, a handler for
+        // the byte (readable first) would have run before it.
+        #expect(Self.marker(on: poller, queue: queue))
         #expect(received.withLock { $0 } == [1, 2, 3])
         #expect(offQueue.withLock { $0 } == 0)
     }
@@ -59,18 +61,28 @@ struct PollerTests {
         let fired = Locked<[UInt64]>([])
         let timer = try #require(PollerTimer(queue: queue) { fired.withLock { $0.append(PollerTimer.now()) } })
 
+        // A second timer on the same queue, due after every deadline the first must not fire at: once it has fired,
+        // a wrong firing of the first would have come before it.
+        let markerFired = Locked(0)
+        let marker = try #require(PollerTimer(queue: queue) { markerFired.withLock { $0 += 1 } })
+        func markerFires() -> Bool {
+            let before = markerFired.withLock { $0 }
+            marker.schedule(atUptimeNanoseconds: PollerTimer.now() + 100_000_000)
+            return eventually { markerFired.withLock { $0 } == before + 1 } && queue.sync { true }
+        }
+
         let start = PollerTimer.now()
         timer.schedule(atUptimeNanoseconds: start + 20_000_000)
         #expect(eventually { fired.withLock { $0.count } == 1 })
         #expect(try #require(fired.withLock { $0.first }) >= start + 20_000_000)
-        usleep(100_000)
+        #expect(markerFires())
         #expect(fired.withLock { $0.count } == 1, "a one-shot timer fires once")
 
         timer.schedule(atUptimeNanoseconds: PollerTimer.now() + 20_000_000)
         timer.disarm()
         timer.schedule(atUptimeNanoseconds: PollerTimer.now() + 10_000_000)
         timer.schedule(atUptimeNanoseconds: PollerTimer.now() + 10_000_000_000)
-        usleep(150_000)
+        #expect(markerFires())
         #expect(fired.withLock { $0.count } == 1, "disarmed, then moved 10 s on: nothing yet")
 
         timer.schedule(atUptimeNanoseconds: 0)
@@ -78,7 +90,7 @@ struct PollerTests {
 
         timer.schedule(atUptimeNanoseconds: PollerTimer.now() + 20_000_000)
         timer.disarm()
-        usleep(150_000)
+        #expect(markerFires())
         #expect(fired.withLock { $0.count } == 2, "disarmed: the deadline set before does not fire")
     }
 
@@ -96,16 +108,41 @@ struct PollerTests {
         let token = try #require(poller.register(ends[0], queue: queue) { calls.withLock { $0 += 1 } })
         let done = DispatchSemaphore(value: 0)
         let writer = ends[1]
+        let markerSeen = Locked(false)
         queue.async {
-            // The queue is busy: the poller queues the readiness behind this block, which then unregisters.
+            // The queue is busy: the poller queues the readiness behind this block, which then unregisters. A marker
+            // written after the byte, handled on another queue, says when the poller has seen the byte's readiness.
             var byte: UInt8 = 1
             _ = write(writer, &byte, 1)
-            usleep(200_000)
+            markerSeen.withLock { $0 = Self.marker(on: poller, queue: DispatchQueue(label: "poller-marker")) }
             poller.unregister(token)
         }
         queue.async { done.signal() }
         #expect(done.wait(timeout: .now() + 5) == .success)
         queue.sync {}
+        #expect(markerSeen.withLock { $0 }, "the poller never saw the marker")
         #expect(calls.withLock { $0 } == 0)
+    }
+
+    /// Writes to a fresh pipe registered on `poller` with `queue`, and waits (up to 5 s) until its handler has run
+    /// there: every readiness the poller saw before it has been handed to its queue by then.
+    static func marker(on poller: Poller, queue: DispatchQueue) -> Bool {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return false }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
+        let ran = DispatchSemaphore(value: 0)
+        let reader = ends[0]
+        let registered = poller.register(reader, queue: queue) {
+            var byte: UInt8 = 0
+            if read(reader, &byte, 1) == 1 { ran.signal() }
+        }
+        guard let token = registered else { return false }
+        var byte: UInt8 = 0
+        let handled = write(ends[1], &byte, 1) == 1 && ran.wait(timeout: .now() + 5) == .success
+        queue.sync { poller.unregister(token) }
+        return handled
     }
 }

@@ -155,7 +155,8 @@ struct HookTests {
             [Link(state: Fixture.state(2, "veth9"))], configuration: Configuration(ignoredInterfaces: ["veth*"]))
         let next = Session.update(model, .addressAdded(index: 2, Fixture.v4))
         #expect(Fixture.runs(next.effects).isEmpty)
-        #expect(Fixture.logs(next.effects).allSatisfy { $0.priority == 7 })
+        let logs = Fixture.logs(next.effects)
+        #expect(!logs.isEmpty && logs.allSatisfy { $0.priority == 7 }, "\(logs)")
         #expect(next.model?.onlineState == .offline)
     }
 

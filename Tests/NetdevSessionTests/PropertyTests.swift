@@ -199,6 +199,7 @@ struct Simulation {
 struct PropertyTests {
     @Test("invariants hold for 2,000 random sequences of up to 80 events")
     func invariants() throws {
+        var comparedWithKernel = 0
         for seed in UInt64(1)...2_000 {
             var simulation = Simulation(seed: seed)
             for _ in 0..<Int.random(in: 10...80, using: &simulation.random) {
@@ -208,6 +209,7 @@ struct PropertyTests {
             let context = "seed \(seed)"
             #expect(simulation.failures.isEmpty, "\(context): \(simulation.failures)")
             if simulation.model.phase == .running {
+                comparedWithKernel += 1
                 #expect(
                     Dictionary(uniqueKeysWithValues: simulation.model.links.map { ($0.key, $0.value) })
                         == simulation.truth, "\(context): the model drifted from the kernel")
@@ -216,6 +218,8 @@ struct PropertyTests {
             #expect(unaccounted.isEmpty, "\(context): runs never finished or cancelled: \(unaccounted)")
             if !simulation.failures.isEmpty { return }
         }
+        // The drift check above is made only for sequences that end running (a stop ends the others): most must.
+        #expect(comparedWithKernel >= 1_000, "only \(comparedWithKernel) of 2,000 sequences ended running")
     }
 
     @Test("replaying the same events gives the same models and effects, and models and events survive JSON")

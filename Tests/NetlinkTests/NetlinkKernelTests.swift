@@ -57,7 +57,7 @@ private func changes(_ messages: [RouteMessage], name: String, index: Int32) -> 
     return seen
 }
 
-@Suite("Netlink against the kernel", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+@Suite("Netlink against the kernel", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct NetlinkKernelTests {
     @Test("dumps match `ip -j link show` and `ip -j addr show`")
     func dumpsMatchIP() throws {

@@ -174,9 +174,11 @@ struct MalformedInputTests {
         }
     }
 
-    @Test("random corruption of captured messages never crashes the parser")
+    @Test(
+        "random corruption of captured messages: each is read or refused with a place inside it, the same in place")
     func randomCorruption() throws {
         var generator = SeededGenerator(seed: 0x6e65_7464_6576_64)
+        var (read, refused) = (0, 0)
         for name in ["link-dump.bin", "addr-dump.bin", "route-dump.bin", "newlink.bin", "dellink.bin"] {
             let original = try fixture(name)
             for _ in 0..<500 {
@@ -184,9 +186,24 @@ struct MalformedInputTests {
                 for _ in 0..<Int(generator.next() % 4 + 1) {
                     bytes[Int(generator.next() % UInt64(bytes.count))] = UInt8(truncatingIfNeeded: generator.next())
                 }
-                _ = try? RouteMessageParser.parse(bytes)
+                let parsed = Result { () throws(NetlinkParseError) in try RouteMessageParser.parse(bytes) }
+                // Read in a receive buffer holding stale bytes after the datagram, as the watcher reads it: the
+                // same messages, or the same error.
+                let stale = bytes + original
+                let inPlace = Result { () throws(NetlinkParseError) in
+                    try RouteMessageParser.parse(stale, count: bytes.count)
+                }
+                #expect(parsed == inPlace, "\(name): read apart and in place differ")
+                switch parsed {
+                case .success: read += 1
+                case .failure(let error):
+                    refused += 1
+                    #expect((0..<bytes.count).contains(error.offset) && !error.reason.isEmpty, "\(name): \(error)")
+                }
             }
         }
+        // Both outcomes are exercised, or the checks above say little.
+        #expect(read > 100 && refused > 100, "read \(read), refused \(refused)")
     }
 }
 

@@ -5,7 +5,7 @@ import Systemd
 import Testing
 
 @Suite(
-    "Journal against a private journald", .serialized, .tags(.kernel), .enabled(if: KernelHarness.isActive, KernelHarness.skipReason))
+    "Journal against a private journald", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct JournalKernelTests {
     @Test("an entry arrives with its custom fields, MESSAGE_ID, and values with newlines or binary bytes intact")
     func entryReadBack() throws {

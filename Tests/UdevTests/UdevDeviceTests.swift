@@ -19,9 +19,4 @@ struct UdevDeviceTests {
         #expect(device.interfaceIndex == 7)
         #expect(UdevDevice(syspath: "/sys/x", sysname: "x").interfaceIndex == nil)
     }
-
-    @Test("the auto source resolves to a concrete one")
-    func autoResolves() {
-        #expect(UdevSource.resolvedAuto() != .auto)
-    }
 }

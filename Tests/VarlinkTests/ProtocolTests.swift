@@ -336,10 +336,10 @@ struct ProtocolTests {
         let idle = RawConnection(server.path)
         let monitor = RawConnection(server.path)
         monitor.write(#"{"method":"org.example.test.Ticks","more":true}"#)
-        let start = Date()
         #expect(idle.readToClose() == ("", true))
-        #expect(Date().timeIntervalSince(start) < 2)
-        usleep(400_000)
+        // A second idle connection, made after the first was closed, is closed in its turn: by then the monitor
+        // has been without a new call for longer than the limit.
+        #expect(RawConnection(server.path).readToClose() == ("", true))
         server.tick(1, continues: false)
         _ = monitor
         #expect(
