@@ -29,7 +29,19 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(config time-span varlink methods netlink udev journal record)
+# The targets FuzzTarget declares (its cases' raw values), each of which must have a corpus folder, and every corpus
+# folder a target: a folder nobody fuzzes, or a target with no seeds, is a mistake to say, not to pass over.
+declared=($(awk '/^public enum FuzzTarget/ { inside = 1 } inside && /^}/ { inside = 0 }
+    inside && match($0, /^    case [a-zA-Z]+( = "[^"]+")?$/) {
+        name = $2; if (match($0, /"[^"]+"/)) name = substr($0, RSTART + 1, RLENGTH - 2); print name }' \
+    Fuzz/Checks/FuzzTarget.swift))
+[ ${#declared[@]} -gt 0 ] || { echo "Fuzz/run.sh: no target found in Fuzz/Checks/FuzzTarget.swift" >&2; exit 2; }
+for folder in Fuzz/Corpus/*/; do
+    name=$(basename "$folder")
+    [[ " ${declared[*]} " == *" $name "* ]] ||
+        { echo "Fuzz/run.sh: Fuzz/Corpus/$name matches no target of FuzzTarget (${declared[*]})" >&2; exit 2; }
+done
+[ ${#targets[@]} -gt 0 ] || targets=("${declared[@]}")
 for target in "${targets[@]}"; do
     [ -d "Fuzz/Corpus/$target" ] || { echo "Fuzz/run.sh: no target '$target' (no Fuzz/Corpus/$target)" >&2; exit 2; }
 done
@@ -66,6 +78,7 @@ done
 wait
 
 failed=0
+ran=0
 printf '%-10s %12s %8s %10s %8s %9s %8s\n' target executions seconds exec/s edges features crashes
 for target in "${targets[@]}"; do
     log=$work/logs/$target.log
@@ -83,6 +96,12 @@ for target in "${targets[@]}"; do
         echo "  $target failed: see $log; reproduce with:" \
             "NETDEVD_FUZZ_TARGET=$target $binary $(find "$work/crashes" -name "$target-*" | head -n 1)"
         grep -m 3 -E 'Fatal error|ERROR: (AddressSanitizer|libFuzzer)' "$log" | sed 's/^/  /'
+    else
+        ran=$((ran + 1))
     fi
 done
+tally="$ran targets ran without a crash of ${#targets[@]} run, ${#declared[@]} declared"
+echo "fuzz: $tally"
+[ -z "${FUZZ_TALLY:-}" ] || echo "$tally" > "$FUZZ_TALLY"
+[ "$ran" = "${#declared[@]}" ] || [ ${#targets[@]} -lt ${#declared[@]} ] || failed=1
 exit $failed

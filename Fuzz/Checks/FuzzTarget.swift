@@ -41,6 +41,10 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     /// A `--record` file, read as `--replay` reads it.
     case record
 
+    /// The input being checked, named in the message of a trap (the corpus replay sets it: a kept input that
+    /// crashes is then named, not only its target).
+    @TaskLocal public static var input: String?
+
     /// Runs `bytes` through this target's code; traps when the code breaks its contract.
     public func check(_ bytes: [UInt8]) {
         switch self {
@@ -145,7 +149,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             case .success(let call):
                 // What a client sends must read back as the same call once encoded (netdevctl encodes its calls so).
                 guard let encoded = try? VarlinkFraming.encode(call) else {
-                    fatalError("a decoded call does not encode: \(call)")
+                    trap("a decoded call does not encode: \(call)")
                 }
                 require(encoded.last == 0 && encoded.dropLast().allSatisfy { $0 != 0 }, "a NUL inside a message")
                 let again = VarlinkCall.decode(Array(encoded.dropLast()))
@@ -159,13 +163,38 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     // MARK: Netlink
 
     static func checkNetlink(_ bytes: [UInt8]) {
-        // A datagram the parser refuses is refused with its reason (the watcher logs it and resyncs); what matters
-        // here is what it accepts.
-        guard let messages = try? RouteMessageParser.parse(bytes) else { return }
+        let parsed = Result { () throws(NetlinkParseError) in try RouteMessageParser.parse(bytes) }
+        // The watcher reads a datagram where it was received, in a buffer still holding an earlier, longer one:
+        // that read must agree with a read of the datagram alone.
+        let stale = bytes + [UInt8](repeating: 0xA5, count: 64) + bytes
+        let inPlace = Result { () throws(NetlinkParseError) in try RouteMessageParser.parse(stale, count: bytes.count) }
+        require(parsed == inPlace, "read alone \(parsed), in place \(inPlace)")
+        let messages: [RouteMessage]
+        switch parsed {
+        case .failure(let error):
+            // Refused with its reason and a place inside the datagram (the watcher logs it and resyncs).
+            require(!error.reason.isEmpty && error.offset >= 0 && error.offset < max(bytes.count, 1), "\(error)")
+            return
+        case .success(let read):
+            messages = read
+        }
         var model = runningModel()
         for message in messages {
             for event in KernelValues.events(message) {
                 model = Session.update(model, event).model ?? model
+            }
+            // What the message said is what the model holds.
+            switch message {
+            case .newLink(let link):
+                let held = model.links[link.index]?.state
+                require(
+                    held?.name == link.name && held?.mtu == link.mtu.map(Int.init)
+                        && held?.macAddress == link.macAddress && held?.isUp == link.flags.contains(.up),
+                    "link \(link) held as \(String(describing: held))")
+            case .deletedLink(let link):
+                require(model.links[link.index] == nil, "link \(link.index) still held after its deletion")
+            default:
+                break
             }
         }
         checkModel(model)
@@ -202,13 +231,31 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .deviceChanged(let changed, _):
             require(changed.syspath == device.syspath, "a change for another device")
         default:
-            fatalError("a uevent became \(event)")
+            trap("a uevent became \(event)")
         }
         var model = runningModel()
         model.devices["/sys/devices/virtual/tty/tty0"] = Device(
             syspath: "/sys/devices/virtual/tty/tty0", sysname: "tty0", subsystem: "tty")
+        let before = model.devices[device.syspath]
         model = Session.update(model, event).model ?? model
         checkModel(model)
+        // Every field of the uevent reaches the device the model holds: a device of a tracked subsystem is held
+        // with all of them; a removed one is not held; one of another subsystem changes nothing held there.
+        if device.action == "remove" {
+            require(model.devices[device.syspath] == nil, "\(device.syspath) held after \(event)")
+            return
+        }
+        guard model.configuration.trackedSubsystems.contains(device.subsystem ?? "") else {
+            let after = model.devices[device.syspath]
+            require(after == nil || after == before, "\(device.syspath) of an untracked subsystem held after \(event)")
+            return
+        }
+        guard let held = model.devices[device.syspath] else { trap("\(device.syspath) not held after \(event)") }
+        require(held.properties == properties, "properties \(properties) held as \(held.properties)")
+        require(
+            held.subsystem == (device.subsystem ?? "") && held.devtype == device.devtype
+                && held.driver == device.driver && held.devnode == devnode && held.sysname == device.sysname,
+            "\(device) held as \(held)")
     }
 
     // MARK: Journal
@@ -249,13 +296,13 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         var lines: [String] = []
         if let configuration = recording.configuration {
             guard let line = try? encoder.encode(["start": ["configuration": configuration]]) else {
-                fatalError("a configuration read from a recording does not encode")
+                trap("a configuration read from a recording does not encode")
             }
             lines.append(String(decoding: line, as: UTF8.self))
         }
         for event in recording.events {
             guard let line = try? encoder.encode(event) else {
-                fatalError("an event read from a recording does not encode: \(event)")
+                trap("an event read from a recording does not encode: \(event)")
             }
             lines.append(String(decoding: line, as: UTF8.self))
         }
@@ -263,7 +310,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         do {
             again = try Recording(text: lines.joined(separator: "\n"))
         } catch {
-            fatalError("a recording written back does not read: \(error)")
+            trap("a recording written back does not read: \(error)")
         }
         require(again.events == recording.events, "a recording's events do not read back")
         require(again.configuration == recording.configuration, "a recording's configuration does not read back")
@@ -345,7 +392,7 @@ final class MethodsFixture: Sendable {
             return
         }
         guard case .success(let call) = VarlinkCall.decode(message) else {
-            fatalError("answered a message that is not a call")
+            trap("answered a message that is not a call")
         }
         let sent = replies.withLock { $0 }
         if call.oneway {
@@ -360,7 +407,7 @@ final class MethodsFixture: Sendable {
             guard let reply = try? JSONDecoder().decode(VarlinkReply.self, from: Data(message.dropLast())),
                 (try? JSONTextDecoder().decode(VarlinkReply.self, from: Array(message.dropLast()))) == reply
             else {
-                fatalError("a reply is not a Varlink reply: \(String(decoding: message, as: UTF8.self))")
+                trap("a reply is not a Varlink reply: \(String(decoding: message, as: UTF8.self))")
             }
             decoded.append(reply)
         }
@@ -375,5 +422,10 @@ final class MethodsFixture: Sendable {
 /// Traps with `message` when `condition` does not hold; unlike `precondition`, the message is printed in a release
 /// build too, so a crash a fuzzer finds says which promise broke.
 func require(_ condition: Bool, _ message: @autoclosure () -> String) {
-    if !condition { fatalError(message()) }
+    if !condition { trap(message()) }
+}
+
+/// Traps with `message`, after the name of the input being checked when one is known (``FuzzTarget/input``).
+func trap(_ message: String) -> Never {
+    fatalError((FuzzTarget.input.map { "\($0): " } ?? "") + message)
 }

@@ -211,7 +211,13 @@ say "$(wc -l < "$WORK/before.txt") entries"
 
 t=$(now)
 if C dpkg -i "$PKGFILE" > "$WORK/dpkg-install.log" 2>&1; then
-    pass "install: dpkg -i $(basename "$DEB") in $(since "$t") s (enabled: service $(C systemctl is-enabled netdevd.service 2>&1), socket $(C systemctl is-enabled netdevd.socket 2>&1); active: service $(C systemctl is-active netdevd.service), socket $(C systemctl is-active netdevd.socket))"
+    # The package enables and starts both units (debhelper's postinst): what it prints is what it checks.
+    i_states="$(C systemctl is-enabled netdevd.service 2>&1) $(C systemctl is-enabled netdevd.socket 2>&1) $(C systemctl is-active netdevd.service) $(C systemctl is-active netdevd.socket)"
+    if [ "$i_states" = "enabled enabled active active" ]; then
+        pass "install: dpkg -i $(basename "$DEB") in $(since "$t") s; service and socket enabled and active"
+    else
+        fail "install: dpkg -i succeeded, but (service enabled, socket enabled, service active, socket active) = ($i_states)"
+    fi
 else
     indent < "$WORK/dpkg-install.log"
     fail "install: dpkg -i failed"
@@ -496,11 +502,12 @@ svc_active() { [ "$(C systemctl is-active netdevd.service)" = active ]; }
 wait_until 10 svc_active
 after="$(C systemctl is-active netdevd.service) after $(since "$t") s"
 passed=$(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" | grep -m1 'socket systemd passed')
-if [ "$sock_state" = active ] && [ "$svc_state" = inactive ] && [ $rc = 0 ] && [ "${after%% *}" = active ]; then
+if [ "$sock_state" = active ] && [ "$svc_state" = inactive ] && [ $rc = 0 ] && [ "${after%% *}" = active ] &&
+    [ -n "$passed" ]; then
     pass "f. socket activation: service $svc_state, socket $sock_state ($sock_file); netdevctl status exit 0 in $took s ('$(head -1 "$WORK/f-status.txt")'); service $after; '$passed'"
 else
     indent < "$WORK/f-status.txt"; indent < "$WORK/f-stop.txt"
-    fail "f. socket activation: after stop: service $svc_state, socket $sock_state, /run/netdevd/io.netdevd $sock_file; netdevctl status exit $rc; service then $after"
+    fail "f. socket activation: after stop: service $svc_state, socket $sock_state, /run/netdevd/io.netdevd $sock_file; netdevctl status exit $rc; service then $after; journal: '${passed:-no line saying systemd passed the socket}'"
 fi
 
 # ---- udev source: the udev monitor under the sandbox (PrivateUsers=yes, DynamicUser=yes) ---------------------------
@@ -514,8 +521,10 @@ t=$(now)
 nsenter -t "$L" -n ip link add e2eu0 type veth peer name e2eu1
 # e2eu0 did not exist when netdevd enumerated at its start, so its device can only have come through the monitor.
 # (An interface's own net device is journaled at debug priority, the link's entries saying it: ask netdevctl.)
+# ID_NET_DRIVER is set by udevd's net_id builtin: the kernel's uevent does not carry it, so its presence says the
+# device came through udevd.
 udev_device() {
-    C netdevctl device e2eu0 > "$WORK/u-device.txt" 2>&1
+    C netdevctl device e2eu0 > "$WORK/u-device.txt" 2>&1 && grep -q 'ID_NET_DRIVER=veth' "$WORK/u-device.txt"
 }
 u_source() {
     source_line=$(C journalctl -u netdevd.service --no-pager -o cat SYSLOG_IDENTIFIER=netdevd |
@@ -523,9 +532,9 @@ u_source() {
     echo "$source_line" | grep -q "source 'udev'"
 }
 if wait_until 10 udev_device && wait_until 10 u_source; then
-    pass "u. udev source: '$source_line'; the device of e2eu0 arrived through udevd $(since "$t") s after 'ip link add' ($(paste -sd' ' "$WORK/u-device.txt" | tr -s ' '))"
+    pass "u. udev source: '$source_line'; the device of e2eu0 arrived through udevd (ID_NET_DRIVER=veth) $(since "$t") s after 'ip link add' ($(paste -sd' ' "$WORK/u-device.txt" | tr -s ' ' | cut -c1-200))"
 else
-    fail "u. udev source: '$source_line'; netdevctl did not list e2eu0's device in 10 s: $(paste -sd' ' "$WORK/u-device.txt" 2>/dev/null)"
+    fail "u. udev source: '$source_line'; netdevctl did not list e2eu0's device with udevd's ID_NET_DRIVER in 10 s: $(paste -sd' ' "$WORK/u-device.txt" 2>/dev/null)"
 fi
 nsenter -t "$L" -n ip link del e2eu0
 
@@ -767,4 +776,12 @@ C journalctl --no-pager -o short-monotonic > "$WORK/journal.txt" 2>&1
 echo
 echo "== summary ($(since "$T0") s)"
 printf '%s\n' "${RESULTS[@]}" | cut -c1-140
+# Every check this script declares (one `pass` each) must have passed: a check skipped by an early exit or a
+# condition counts against it.
+declared=$(grep -cE '^\s*pass "' "$HERE/$(basename "$0")")
+passed=$(printf '%s\n' "${RESULTS[@]}" | grep -c '^PASS')
+tally="$passed checks passed of $declared declared"
+echo "end-to-end: $tally"
+[ -z "${E2E_TALLY:-}" ] || echo "$tally" > "$E2E_TALLY"
+[ "$passed" = "$declared" ] || FAILED=1
 exit $FAILED

@@ -16,7 +16,14 @@ struct CorpusTests {
         #expect(!names.isEmpty, "Fuzz/Corpus/\(target.rawValue) has no inputs")
         for name in names {
             let bytes = try [UInt8](Data(contentsOf: folder.appendingPathComponent(name)))
-            target.check(bytes)
+            // A check that traps names this input.
+            FuzzTarget.$input.withValue("Fuzz/Corpus/\(target.rawValue)/\(name)") { target.check(bytes) }
         }
+    }
+
+    @Test("every corpus folder is a target's, and every target has one")
+    func foldersMatchTargets() throws {
+        let folders = try FileManager.default.contentsOfDirectory(atPath: Self.corpus.path)
+        #expect(Set(folders) == Set(FuzzTarget.allCases.map(\.rawValue)))
     }
 }
