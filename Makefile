@@ -39,13 +39,14 @@ run: deps
 RESULTS := $(CURDIR)/.build/test-results
 test: deps test-servers
 	$(SWIFT) build --build-tests
-	@$(MAKE) --no-print-directory test-unit test-kernel
+	@$(MAKE) --no-print-directory test-unit && $(MAKE) --no-print-directory test-kernel
 
+# The count is made whether the tests passed or not (it lists what failed, skipped or went missing).
 test-unit:
 	@rm -rf $(RESULTS) && mkdir -p $(RESULTS)
 	set -o pipefail; $(SWIFT) test --skip-build --event-stream-output-path $(RESULTS)/unit.jsonl \
-		--event-stream-version 0 2>&1 | tee $(RESULTS)/unit.log
-	@Tests/Harness/tally.py unit $(RESULTS)
+		--event-stream-version 0 2>&1 | tee $(RESULTS)/unit.log; rc=$$?; \
+		Tests/Harness/tally.py unit $(RESULTS) && exit $$rc
 
 # The kernel tests' real servers (the metrics test reads netdevd's file through node_exporter and Prometheus):
 # Debian's packages, unpacked into .build/test-servers rather than installed, so no service of theirs starts.
@@ -72,6 +73,9 @@ test-servers:
 # them, a skipped test, or fewer tests than are tagged, is a failure.
 test-kernel: test-servers
 	@[ -f $(RESULTS)/unit.jsonl ] || { echo "make test-kernel selects the tests the unit pass saw tagged .kernel: run make test-unit first"; exit 1; }
+	@[ $(RESULTS)/unit.jsonl -nt "$$($(SWIFT) build --show-bin-path)/netdevdPackageTests.xctest" ] || \
+		{ echo "the unit pass's list of .kernel tests is older than the test binary: run make test-unit first"; exit 1; }
+	@rm -f $(RESULTS)/kernel.jsonl $(RESULTS)/kernel.tally
 	@if [ "$$(id -u)" != 0 ]; then \
 		echo "kernel tests skipped: they need root to create a network namespace (run make test as root)"; \
 		echo "skipped: not root" > $(RESULTS)/kernel.tally; \

@@ -32,7 +32,7 @@ done
 # The targets FuzzTarget declares (its cases' raw values), each of which must have a corpus folder, and every corpus
 # folder a target: a folder nobody fuzzes, or a target with no seeds, is a mistake to say, not to pass over.
 declared=($(awk '/^public enum FuzzTarget/ { inside = 1 } inside && /^}/ { inside = 0 }
-    inside && match($0, /^    case [a-zA-Z]+( = "[^"]+")?$/) {
+    inside && match($0, /^    case [a-zA-Z0-9_]+( = "[^"]+")?$/) {
         name = $2; if (match($0, /"[^"]+"/)) name = substr($0, RSTART + 1, RLENGTH - 2); print name }' \
     Fuzz/Checks/FuzzTarget.swift))
 [ ${#declared[@]} -gt 0 ] || { echo "Fuzz/run.sh: no target found in Fuzz/Checks/FuzzTarget.swift" >&2; exit 2; }
@@ -91,7 +91,7 @@ for target in "${targets[@]}"; do
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
     printf '%-10s %12s %8s %10s %8s %9s %8s\n' "$target" "${runs:-?}" "${seconds:-?}" "${rate:-?}" "${edges:-?}" \
         "${features:-?}" "$crashes"
-    if [ "$crashes" -gt 0 ] || ! grep -q '^Done' "$log"; then
+    if [ "$crashes" -gt 0 ] || ! grep -q '^Done' "$log" || [ "${runs:-0}" -eq 0 ]; then
         failed=1
         echo "  $target failed: see $log; reproduce with:" \
             "NETDEVD_FUZZ_TARGET=$target $binary $(find "$work/crashes" -name "$target-*" | head -n 1)"

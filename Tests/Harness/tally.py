@@ -27,13 +27,16 @@ REQUIRED = bool(os.environ.get("NETDEVD_REQUIRE_KERNEL_TESTS"))
 
 
 def declared():
-    """(Swift Testing tests, XCTest tests) declared in Tests/."""
-    swift_testing = xctest = 0
+    """The Swift Testing tests Tests/ declares, as (`Module/File.swift`, line) of each `@Test` (the place the event
+    stream names), and how many XCTest methods (`func test...()` in a file that uses XCTestCase)."""
+    swift_testing, xctest = set(), 0
     for path in (ROOT / "Tests").rglob("*.swift"):
-        for line in path.read_text().splitlines():
-            if re.match(r"\s*@Test\b", line):
-                swift_testing += 1
-            elif re.match(r"\s*func test\w*\(", line):
+        text = path.read_text()
+        place = f"{path.relative_to(ROOT / 'Tests').parts[0]}/{path.name}"
+        for number, line in enumerate(text.splitlines(), start=1):
+            if re.match(r"\s*(@\w+(\([^)]*\))?\s+)*@Test\b", line):
+                swift_testing.add((place, number))
+            elif "XCTestCase" in text and re.match(r"\s*func test\w*\(\)", line):
                 xctest += 1
     return swift_testing, xctest
 
@@ -43,9 +46,12 @@ class Stream:
 
     def __init__(self, path):
         self.functions = {}  # id -> (tags, display name)
+        self.places = {}  # id -> (Module/File.swift, line)
+        self.parameterized = set()
         self.suites = {}
         self.skipped = {}  # id -> reason
         self.started = set()
+        self.cases = set()  # parameterized tests that ran at least one case
         self.failed = set()
         self.ended = False
         for line in Path(path).read_text().splitlines():
@@ -54,17 +60,30 @@ class Stream:
             if record["kind"] == "test":
                 entry = (set(payload.get("_tags", [])), payload.get("displayName") or payload["name"])
                 (self.functions if payload["kind"] == "function" else self.suites)[payload["id"]] = entry
+                location = payload.get("sourceLocation", {})
+                self.places[payload["id"]] = (location.get("fileID"), location.get("line"))
+                if payload.get("isParameterized"):
+                    self.parameterized.add(payload["id"])
                 continue
             kind = payload["kind"]
-            test = payload.get("testID")
+            test = payload.get("testID") or "(no test)"
             if kind == "testSkipped":
                 self.skipped[test] = " ".join(payload.get("_comments", [])) or payload["messages"][0]["text"]
+            elif kind in ("_testCancelled", "_testCaseCancelled"):
+                # Test.cancel(): it did not run to its end, whatever it checked before.
+                self.skipped.setdefault(test, "cancelled: " + " ".join(payload.get("_comments", [])))
             elif kind == "testStarted":
                 self.started.add(test)
+            elif kind == "testCaseStarted":
+                self.cases.add(test)
             elif kind == "issueRecorded" and not payload.get("issue", {}).get("isKnown"):
                 self.failed.add(test)
             elif kind == "runEnded":
                 self.ended = True
+
+    def ran(self, test):
+        """Started, and for a parameterized test at least one case (no arguments means nothing ran)."""
+        return test in self.started and (test not in self.parameterized or test in self.cases)
 
     def skip_reason(self, test):
         """Why `test` was skipped (itself or a suite around it), or None."""
@@ -112,11 +131,16 @@ def unit(results):
     problems = []
     if not stream.ended:
         problems.append("the Swift Testing run did not end (crashed?): see unit.log")
-    if len(stream.functions) != swift_testing:
-        problems.append(f"the test binary holds {len(stream.functions)} Swift Testing tests, Tests/ declares "
-                        f"{swift_testing} (@Test): a target is missing from Package.swift, or a test is not built")
-    executed = re.findall(r"Test Suite 'All tests' (?:passed|failed).*\n\s*Executed (\d+) tests?, with (\d+) failures", log)
+    built = {stream.places[test] for test in stream.functions}
+    for places, what in ((swift_testing - built, "declared in Tests/ but not in the test binary (not built?)"),
+                         (built - swift_testing, "in the test binary but not seen declared in Tests/")):
+        if places:
+            listed = ", ".join(f"{file}:{line}" for file, line in sorted(places)[:5])
+            more = f" and {len(places) - 5} more" if len(places) > 5 else ""
+            problems.append(f"{len(places)} tests {what}: {listed}{more}")
+    executed = re.findall(r"Test Suite 'All tests' (?:passed|failed).*\n\s*Executed (\d+) tests?, with (\d+) failures?", log)
     ran_xctest, failed_xctest = (int(executed[-1][0]), int(executed[-1][1])) if executed else (0, 0)
+    skipped_xctest = len(re.findall(r"^Test Case '.*' skipped", log, re.MULTILINE))
     if ran_xctest != xctest:
         problems.append(f"XCTest ran {ran_xctest} tests, Tests/ declares {xctest} (func test...)")
     kernel = set(stream.kernel())
@@ -125,7 +149,9 @@ def unit(results):
     for test, (tags, display) in sorted(stream.functions.items()):
         reason = stream.skip_reason(test)
         if reason is None:
-            if test not in stream.started:
+            if test in kernel:
+                problems.append(f"{name(test)} is tagged .kernel but ran outside the harness (KernelHarness.enabled?)")
+            if not stream.ran(test):
                 problems.append(f"{name(test)} was neither run nor skipped")
             elif test not in stream.failed:
                 passed += 1
@@ -137,13 +163,14 @@ def unit(results):
                             "make test-kernel would never run it")
         else:
             others[name(test)] = reason
-    if REQUIRED:
-        if others:
-            problems.append(f"{len(others)} tests skipped where NETDEVD_REQUIRE_KERNEL_TESTS says every one must run")
+    if skipped_xctest:
+        others["XCTest"] = f"{skipped_xctest} XCTest cases skipped (see unit.log)"
+    if REQUIRED and others:
+        problems.append(f"{len(others)} tests skipped where NETDEVD_REQUIRE_KERNEL_TESTS says every one must run")
     if stream.failed:
         problems.append(f"{len(stream.failed)} tests failed: {', '.join(sorted(name(t) for t in stream.failed))}")
-    line = (f"{passed + ran_xctest - failed_xctest} passed of {swift_testing + xctest} declared "
-            f"({swift_testing} Swift Testing, {xctest} XCTest); {skipped_kernel} kernel tests left to the kernel "
+    line = (f"{passed + ran_xctest - failed_xctest - skipped_xctest} passed of {len(swift_testing) + xctest} declared "
+            f"({len(swift_testing)} Swift Testing, {xctest} XCTest); {skipped_kernel} kernel tests left to the kernel "
             f"pass; {len(others)} skipped")
     line += skips(others)
     write(results, "unit", line, problems)
@@ -169,9 +196,9 @@ def kernel(results):
     for test in sorted(test for test in ran if name(test) not in selected):
         problems.append(f"{name(test)} ran in the kernel pass without the .kernel tag")
     skipped = {name(test): stream.skip_reason(test) for test in sorted(ran) if stream.skip_reason(test) is not None}
-    not_run = [t for t in ran if stream.skip_reason(t) is None and t not in stream.started]
+    not_run = [t for t in ran if stream.skip_reason(t) is None and not stream.ran(t)]
     problems += [f"{name(test)} was neither run nor skipped" for test in not_run]
-    passed = len([t for t in ran if t in stream.started and t not in stream.failed])
+    passed = len([t for t in ran if stream.skip_reason(t) is None and stream.ran(t) and t not in stream.failed])
     if stream.failed:
         problems.append(f"{len(stream.failed)} tests failed: {', '.join(sorted(name(t) for t in stream.failed))}")
     if REQUIRED:
@@ -187,7 +214,9 @@ def summary(results):
     for tier in ("unit", "kernel", "end-to-end", "fuzz"):
         path = results / f"{tier}.tally"
         if path.exists():
-            print(f"{tier}: {path.read_text().splitlines()[0]}")
+            first = path.read_text().splitlines()[0]
+            print(f"{tier}: {first}")
+            missing |= first.startswith(("FAILED", "skipped"))
         else:
             print(f"{tier}: no count (the tier did not run)")
             missing = True

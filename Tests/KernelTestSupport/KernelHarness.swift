@@ -20,8 +20,9 @@ public enum KernelHarness {
 }
 
 extension Tag {
-    /// Every suite that needs ``KernelHarness`` carries this tag: `make test-kernel` selects the kernel tests by it
-    /// (`--filter tag:kernel`), and counts them against the tests the unit pass skipped for ``KernelHarness/skipReason``.
+    /// Every suite that needs ``KernelHarness`` carries this tag: `make test-kernel` runs exactly the tests the unit
+    /// pass's event stream shows with it (`swift test` filters by name only, so Tests/Harness/tally.py turns the
+    /// tagged tests into a name filter), and counts them.
     @Tag public static var kernel: Self
 }
 
