@@ -33,6 +33,8 @@ git -C "$REPO" ls-files -z --cached --others --exclude-standard \
     | (cd "$REPO" && xargs -0 cp -p --parents -t "$SRC")
 cp -r "$REPO/Packaging/debian" "$SRC/debian"
 cp "$REPO/Packaging/systemd/netdevd.service" "$REPO/Packaging/systemd/netdevd.socket" "$SRC/debian/"
+# A second unit of the package: dh_installsystemd --name finds it as debian/netdevd.<name>.service.
+cp "$REPO/Packaging/systemd/netdevd-wait-online.service" "$SRC/debian/netdevd.netdevd-wait-online.service"
 
 echo "building netdevd $VERSION in $SRC" >&2
 (cd "$SRC" && NETDEVD_SWIFT_SCRATCH="$SCRATCH" dpkg-buildpackage -b -us -uc) >&2

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Lints netdevd's systemd units offline (no running systemd needed):
-#   1. systemd-analyze verify --recursive-errors=no on netdevd.service and netdevd.socket: must print nothing
+#   1. systemd-analyze verify --recursive-errors=no on the three units (netdevd.service, netdevd.socket,
+#      netdevd-wait-online.service): must print nothing
 #      and exit 0 (verify exits 0 on mere warnings without --recursive-errors=no, so any output fails too);
 #   2. systemd-analyze security --offline=yes --threshold=20 on netdevd.service: the exposure must be <= 2.0.
 #
@@ -74,9 +75,13 @@ cleanup() {
 trap cleanup EXIT
 
 # Temporary copies: the same units, ExecStart= pointing at the binary under test.
-for u in netdevd.service netdevd.socket; do
+# netdevctl is netdevd under another name: the one beside the binary (a symlink in a package), or the binary.
+CTL=$(dirname "$BIN")/netdevctl
+[ -x "$CTL" ] || CTL=$BIN
+for u in netdevd.service netdevd.socket netdevd-wait-online.service; do
     [ -f "$UNITS/$u" ] || { echo "check-units.sh: $UNITS/$u is missing" >&2; exit 1; }
-    sed "s#^ExecStart=\([-+!@:]*\)/usr/sbin/netdevd\b#ExecStart=\1$BIN#" "$UNITS/$u" > "$TMP/$u"
+    sed "s#^ExecStart=\([-+!@:]*\)/usr/sbin/netdevd\b#ExecStart=\1$BIN#; s#^ExecStart=/usr/bin/netdevctl\b#ExecStart=$CTL#" \
+        "$UNITS/$u" > "$TMP/$u"
 done
 grep -q "^ExecStart=.*$BIN" "$TMP/netdevd.service" || { echo "check-units.sh: netdevd.service has no ExecStart=/usr/sbin/netdevd" >&2; exit 1; }
 
@@ -98,8 +103,9 @@ fi
 
 fail=0
 echo "== units: $UNITS (ExecStart= -> $BIN)"
-echo "== systemd-analyze verify $MANOPT --recursive-errors=no netdevd.service netdevd.socket   ($MANNOTE)"
-out=$(cd "$TMP" && systemd-analyze verify "$MANOPT" --recursive-errors=no ./netdevd.service ./netdevd.socket 2>&1)
+echo "== systemd-analyze verify $MANOPT --recursive-errors=no netdevd.service netdevd.socket netdevd-wait-online.service   ($MANNOTE)"
+out=$(cd "$TMP" && systemd-analyze verify "$MANOPT" --recursive-errors=no ./netdevd.service ./netdevd.socket \
+    ./netdevd-wait-online.service 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && [ -z "$out" ]; then
     echo "PASS verify: clean (exit 0, no output)"

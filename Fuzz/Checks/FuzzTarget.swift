@@ -327,6 +327,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     static func runningModel() -> Model {
         var model = Model()
         model.phase = .running
+        model.isEnumerated = true
         model.links[1] = Link(
             state: LinkState(
                 index: 1, name: "lo", isUp: true, hasLowerUp: true, isLoopback: true, kernelState: .unknown))

@@ -6,8 +6,10 @@ import NetdevWire
 public import Varlink
 
 /// The `io.netdevd` Varlink interface, served from the models the loop publishes: a query never waits on the
-/// loop, and a slow monitor only fills its own connection's bounded buffer. A call that arrives before the loop
-/// published its first model (a socket-activated start) is answered as soon as it has.
+/// loop, and a slow monitor only fills its own connection's bounded buffer. Every answer comes from a model that has
+/// finished the start-up enumeration: a call that arrives earlier (a socket-activated start) waits for it, however
+/// long that takes (the client decides how long it waits). During a resync the loop's model is the last complete
+/// one (events are buffered until the new snapshot replaces it whole), so calls are answered from it.
 ///
 /// Its state is behind a ``Locked`` (a pthread mutex, which ThreadSanitizer sees: this is tested under it).
 public final class ControlService: Sendable {
@@ -65,8 +67,10 @@ public final class ControlService: Sendable {
     }
 
     /// Sends every monitor what changed. Replies are queued under the lock that registers monitors, so a monitor
-    /// gets its first state before any change, and skips the changes its first state already holds.
+    /// gets its first state before any change, and skips the changes its first state already holds. Models from
+    /// before the first enumeration finished (no links yet) are not published: a call made then waits.
     func publish(_ model: Model) {
+        guard model.isEnumerated else { return }
         let (previous, parked) = withState { state -> (Model?, [@Sendable (Model) -> Void]) in
             defer {
                 state.latest = model
@@ -108,11 +112,8 @@ public final class ControlService: Sendable {
                     }
                 },
                 "ListLinks": { [self] call, _, replier in
+                    // The server has checked the parameters against the description: `pattern` is a string or absent.
                     let pattern = call.parameters["pattern"]
-                    if let pattern, pattern != .null, pattern.stringValue == nil {
-                        replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("pattern")])
-                        return
-                    }
                     withLatest { [self] model in
                         guard let glob = pattern?.stringValue else {
                             replier.reply(
@@ -127,10 +128,6 @@ public final class ControlService: Sendable {
                 },
                 "ListDevices": { [self] call, _, replier in
                     let subsystem = call.parameters["subsystem"]
-                    if let subsystem, subsystem != .null, subsystem.stringValue == nil {
-                        replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("subsystem")])
-                        return
-                    }
                     withLatest { [self] model in
                         guard let subsystem = subsystem?.stringValue else {
                             replier.reply(
@@ -144,6 +141,12 @@ public final class ControlService: Sendable {
                 "Monitor": { [self] call, _, replier in
                     guard call.more else {
                         replier.error(VarlinkStandardError.expectedMore)
+                        return
+                    }
+                    // A monitor nobody hears (`oneway` too) would be followed for nothing: the call ends at once (its
+                    // reply is not sent), and the connection's next call runs.
+                    guard !call.oneway else {
+                        replier.reply([:])
                         return
                     }
                     withLatest { [self] _ in
@@ -198,7 +201,13 @@ public final class ControlService: Sendable {
         )
     }
 
-    /// Runs `body` with the latest model: now, or when the loop publishes its first.
+    /// How many Monitor calls are followed now.
+    public var monitorCount: Int { withState { $0.monitors.count } }
+
+    /// How many calls wait for the first complete model (for tests).
+    public var waitingCalls: Int { withState { $0.parked.count } }
+
+    /// Runs `body` with the latest model: now, or when the loop publishes its first complete one.
     private func withLatest(_ body: @escaping @Sendable (Model) -> Void) {
         let model = withState { state -> Model? in
             if state.latest == nil { state.parked.append(body) }
@@ -241,7 +250,10 @@ public final class ControlService: Sendable {
     private static let emptyObject = Array("{}".utf8)
 
     static let description = """
-        # netdevd: the state of network links and devices, and a way to follow it.
+        # netdevd: the state of network links and devices, and a way to follow it. Every answer comes from a state
+        # that has finished the start-up enumeration (a call made earlier waits for it); during a resync, from the
+        # last complete one. Parameters are checked against this description: an unknown, missing or mistyped one
+        # is org.varlink.service.InvalidParameter naming it.
         interface io.netdevd
 
         type Link (

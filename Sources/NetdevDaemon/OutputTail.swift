@@ -7,6 +7,8 @@ import Glibc
 struct OutputTail {
     let limit: Int
     private var bytes: [UInt8] = []
+    /// Bytes read and not kept (all but the last `limit`).
+    private(set) var dropped = 0
 
     init(limit: Int) {
         self.limit = limit
@@ -22,6 +24,7 @@ struct OutputTail {
             if count > 0 {
                 bytes += chunk[0..<count]
                 if bytes.count > limit {
+                    dropped += bytes.count - limit
                     bytes.removeFirst(bytes.count - limit)
                 }
                 continue
@@ -40,6 +43,10 @@ struct OutputTail {
         while let first = view.first, first == 0x0A || first == 0x0D || first == 0x20 || first == 0x09 {
             view = view.dropFirst()
         }
-        return String(decoding: view, as: UTF8.self)
+        let kept = String(decoding: view, as: UTF8.self)
+        guard dropped > 0, !kept.isEmpty else { return kept }
+        // Said once, where the output is: a line longer than the limit is cut, and the reader must know.
+        return "[netdevd kept the last \(limit) bytes of this output; the \(dropped) bytes before them were dropped]\n"
+            + kept
     }
 }

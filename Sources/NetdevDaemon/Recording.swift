@@ -153,7 +153,8 @@ public struct OfflineReplay: Sendable {
                 text += "\(Self.pad(step)) hooks   \(run.event.rawValue) \(run.subjectName) (run \(run.id))\n"
             }
         }
-        text += "final: \(model.links.count) links, \(model.devices.count) devices, phase \(model.phase.rawValue), "
+        text +=
+            "final: \(quantity(model.links.count, "link")), \(quantity(model.devices.count, "device")), phase \(model.phase.rawValue), "
         text += "online state \(model.onlineState.rawValue)\n"
         return text
     }

@@ -227,7 +227,7 @@ extension Transition {
                 let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
                 log(
                     7, .hookRunFinished,
-                    "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(result.hooks.count) hook(s) in "
+                    "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(quantity(result.hooks.count, "hook")) in "
                         + "\(total) ms",
                     fields())
             }
@@ -262,7 +262,7 @@ extension Transition {
         model.hooks.droppedSinceSummary = 0
         log(
             6, .hookRunDropped,
-            "Dropped \(dropped) queued hook run(s) before they ran: newer runs of the same subject replaced them, or "
+            "Dropped \(quantity(dropped, "queued hook run")) before they ran: newer runs of the same subject replaced them, or "
                 + "their subject was removed again (\(model.counters.staleHookRunsDropped) since start)",
             [
                 LogField(LogField.Name.hookRunsDropped, String(dropped)),

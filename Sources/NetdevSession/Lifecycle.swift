@@ -21,6 +21,7 @@ extension Transition {
         }
         model.buffered = []
         model.phase = model.reloadInFlight ? .reloading : .running
+        model.isEnumerated = true
         if wasResync {
             announceChanges(from: previous, hooks: true)
             log(
@@ -93,7 +94,7 @@ extension Transition {
                 effects.append(.cancelHooks(running))
                 log(
                     4, .hookRunsCancelled,
-                    "Stop timeout passed; killed \(running.count) hook run(s) still running (SIGKILL)"
+                    "Stop timeout passed; killed \(quantity(running.count, "hook run")) still running (SIGKILL)"
                 )
             }
             finishStop()
@@ -194,7 +195,9 @@ extension Transition {
             let running = model.hooks.running.values.map(\.id).sorted()
             if !running.isEmpty {
                 effects.append(.cancelHooks(running))
-                log(4, .hookRunsCancelled, "\(signal) again; killed \(running.count) running hook run(s) (SIGKILL)")
+                log(
+                    4, .hookRunsCancelled,
+                    "\(signal) again; killed \(quantity(running.count, "running hook run")) (SIGKILL)")
             }
             finishStop()
             return
@@ -213,8 +216,8 @@ extension Transition {
         log(
             5, .stopping,
             "\(signal) received; stopping"
-                + (dropped > 0 ? ", \(dropped) queued hook run(s) dropped" : "")
-                + (running.isEmpty ? "" : ", \(running.count) running hook run(s) sent SIGTERM"),
+                + (dropped > 0 ? ", \(quantity(dropped, "queued hook run")) dropped" : "")
+                + (running.isEmpty ? "" : ", \(quantity(running.count, "running hook run")) sent SIGTERM"),
             [LogField(LogField.Name.phase, Phase.stopping.rawValue)]
         )
         if running.isEmpty {

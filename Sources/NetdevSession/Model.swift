@@ -79,6 +79,9 @@ public struct Model: Codable, Sendable, Equatable {
     public var debouncing: [HookSubject: OperationalState]
     /// Counters.
     public var counters: Counters
+    /// The first enumeration has finished: the links and devices are the kernel's. Queries are answered only from
+    /// such a model (before it, they would list nothing).
+    public var isEnumerated: Bool
     /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
     /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
@@ -107,6 +110,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = [:]
         counters = Counters()
         changeSequence = 0
+        isEnumerated = false
         self.maximumLogPriority = maximumLogPriority
     }
 
@@ -138,7 +142,7 @@ public struct Model: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
-        case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority
+        case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority, isEnumerated
     }
 
     /// Decodes a model; the online tally is counted from the links.
@@ -159,6 +163,7 @@ public struct Model: Codable, Sendable, Equatable {
         counters = try container.decode(Counters.self, forKey: .counters)
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
         maximumLogPriority = try container.decodeIfPresent(Int.self, forKey: .maximumLogPriority) ?? 7
+        isEnumerated = try container.decodeIfPresent(Bool.self, forKey: .isEnumerated) ?? (phase != .enumerating)
     }
 
     /// Encodes the model without its tally (which follows from the links).
@@ -178,6 +183,7 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(counters, forKey: .counters)
         try container.encode(changeSequence, forKey: .changeSequence)
         try container.encode(maximumLogPriority, forKey: .maximumLogPriority)
+        try container.encode(isEnumerated, forKey: .isEnumerated)
     }
 }
 

@@ -127,7 +127,8 @@ struct Transition {
     /// `STATUS=` text: what is tracked and whether the host is online.
     var statusLine: String {
         let routable = model.links.values.filter { $0.operationalState == .routable && !$0.state.isLoopback }.count
-        return "\(model.links.count) links (\(routable) routable), \(model.devices.count) devices; "
+        return
+            "\(quantity(model.links.count, "link")) (\(routable) routable), \(quantity(model.devices.count, "device")); "
             + "\(model.onlineState.rawValue)"
     }
 }

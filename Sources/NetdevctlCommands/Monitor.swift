@@ -104,8 +104,10 @@ struct Monitor: NetdevctlCommand {
     ) -> [String] {
         guard let old else {
             var header: [String] = []
-            if filter.links { header.append("online state \(Paint.state(new.onlineState)); \(new.links.count) links") }
-            if filter.devices, let devices = new.devices { header.append("\(devices.count) devices") }
+            if filter.links {
+                header.append("online state \(Paint.state(new.onlineState)); \(quantity(new.links.count, "link"))")
+            }
+            if filter.devices, let devices = new.devices { header.append(quantity(devices.count, "device")) }
             return [header.joined(separator: "; ")]
                 + new.links.map { "\($0.name): \(Paint.state($0.operationalState))" }
         }

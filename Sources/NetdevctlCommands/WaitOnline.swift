@@ -86,7 +86,7 @@ struct WaitOnline: NetdevctlCommand {
                     return false
                 }
                 let waiting = Self.waiting(state, requirements: requirements, minimum: minimum, any: any)
-                outcome.record(waiting, state: state)
+                outcome.record(waiting, met: Self.met(state, requirements: requirements, minimum: minimum))
                 return !waiting.isEmpty
             }
         } catch {
@@ -97,6 +97,22 @@ struct WaitOnline: NetdevctlCommand {
             throw CommandFailure(
                 status: 1, message: "netdevctl: netdevd closed the connection before the wait was over")
         }
+        // One line saying what was waited for (netdevd-wait-online.service leaves it in the journal).
+        print("Online after \(outcome.elapsed): \(outcome.met)")
+    }
+
+    /// What a satisfied wait met, in one line: the host's state, or each required link and its state.
+    static func met(
+        _ state: StateReport, requirements: [InterfaceRequirement], minimum: OperationalState
+    ) -> String {
+        if requirements.isEmpty { return "the host is \(state.onlineState) (netdevd's configuration decides)" }
+        return requirements.map { requirement in
+            let needed = requirement.minimumState ?? minimum
+            let links = state.links.filter { Glob.matches(requirement.pattern, $0.name) }
+                .map { "\($0.name) \($0.operationalState)" }
+            return "\(requirement.pattern) (needs \(needed.rawValue)): "
+                + (links.isEmpty ? "none" : links.joined(separator: ", "))
+        }.joined(separator: "; ")
     }
 
     /// What is still missing, one line each; empty when the wait is over.
@@ -133,9 +149,28 @@ struct WaitOnline: NetdevctlCommand {
 /// What the wait last saw, for the timeout report.
 final class WaitOutcome: Sendable {
     private let lastMissing = Locked(["no state from netdevd yet"])
+    private let lastMet = Locked("")
+    private let started = WaitOutcome.now()
 
-    func record(_ missing: [String], state: StateReport) {
+    func record(_ missing: [String], met: String) {
         lastMissing.withLock { $0 = missing }
+        lastMet.withLock { $0 = met }
+    }
+
+    /// What the last state met.
+    var met: String { lastMet.withLock { $0 } }
+
+    /// How long the wait has taken, as `0.4 s`.
+    var elapsed: String {
+        let tenths = (Self.now() - started + 50) / 100
+        return "\(tenths / 10).\(tenths % 10) s"
+    }
+
+    /// The monotonic clock in milliseconds.
+    private static func now() -> Int {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return time.tv_sec * 1000 + time.tv_nsec / 1_000_000
     }
 
     var satisfied: Bool {

@@ -35,12 +35,15 @@ public struct VarlinkInterface: Sendable {
     public var description: String
     /// The methods, by member name (`GetState`).
     public var methods: [String: VarlinkMethod]
+    /// The methods' parameters, read from `description`: a call is checked against them before its method runs.
+    public let signatures: [String: MethodSignature]
 
-    /// An interface.
+    /// An interface; its calls' parameters are checked against what `description` declares.
     public init(name: String, description: String, methods: [String: VarlinkMethod]) {
         self.name = name
         self.description = description
         self.methods = methods
+        self.signatures = MethodSignature.parse(description)
     }
 }
 
@@ -437,6 +440,12 @@ public final class VarlinkServer: Sendable {
     /// ``answer(_:from:replies:)`` (it reads only what never changes after init).
     func dispatch(_ call: VarlinkCall, peer: VarlinkPeer, replier: VarlinkReplier) {
         if call.interface == "org.varlink.service" {
+            if let signature = Self.serviceSignatures[call.member],
+                let invalid = signature.invalidParameter(in: call.parameters)
+            {
+                replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string(invalid)])
+                return
+            }
             switch call.member {
             case "GetInfo":
                 replier.reply(info)
@@ -463,8 +472,15 @@ public final class VarlinkServer: Sendable {
             replier.error(VarlinkStandardError.methodNotFound, ["method": .string(call.method)])
             return
         }
+        if let invalid = interface.signatures[call.member]?.invalidParameter(in: call.parameters) {
+            replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string(invalid)])
+            return
+        }
         method(call, peer, replier)
     }
+
+    /// org.varlink.service's methods' parameters.
+    static let serviceSignatures = MethodSignature.parse(serviceDescription)
 
     static let serviceDescription = """
         # The Varlink Service Interface is provided by every varlink service. It

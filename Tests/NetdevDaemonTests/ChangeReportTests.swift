@@ -13,6 +13,7 @@ struct ChangeReportTests {
         var model = Model()
         model.changeSequence = sequence
         model.phase = [.running, .resyncing, .reloading].randomElement(using: &generator)!
+        model.isEnumerated = true
         for index in Int32(1)...12 where Bool.random(using: &generator) {
             let state = LinkState(
                 index: index,
@@ -122,7 +123,7 @@ final class ServedControl {
 
 @Suite("io.netdevd before the first model")
 struct ControlServiceStartTests {
-    @Test("a query that arrives before the loop published a model is answered once it has (socket activation)")
+    @Test("a query that arrives before the first enumeration finished is answered from the first complete model")
     func earlyQueryWaits() throws {
         let served = try ServedControl()
         defer { withExtendedLifetime(served) {} }
@@ -134,13 +135,21 @@ struct ControlServiceStartTests {
             answer.withLock { $0 = try? reply?["state"]?.decode(as: StateReport.self) }
             answered.signal()
         }
-        #expect(answered.wait(timeout: .now() + 0.5) == .timedOut, "answered before there was a model")
-        var model = Model()
-        model.changeSequence = 7
+        #expect(waitUntil { service.waitingCalls == 1 }, "the call never reached the service")
         let connection = service.view.connect { _ in }
+        // The loop's models while it enumerates (no links yet): the call goes on waiting.
+        var model = Model()
+        model.phase = .enumerating
+        model.changeSequence = 6
+        connection.accept(model)
+        #expect(service.waitingCalls == 1, "answered from a model that has not finished enumerating")
+        model.phase = .running
+        model.isEnumerated = true
+        model.changeSequence = 7
         connection.accept(model)
         #expect(answered.wait(timeout: .now() + 5) == .success)
         #expect(answer.withLock { $0 }?.sequence == 7)
+        #expect(service.waitingCalls == 0)
         connection.dispose()
     }
 }

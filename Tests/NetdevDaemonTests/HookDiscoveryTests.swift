@@ -375,21 +375,25 @@ struct HookSupervisionTests {
         // The daemon's arrangement: the hooks' queue targets the loop's.
         let loop = DispatchQueue(label: "hook-supervision-test.loop")
         let outcome = try runOnce(
-            "#!/bin/sh\nexec yes\n", subjectName: "chatty0", timeoutMilliseconds: 3_000, target: loop,
+            "#!/bin/sh\nexec yes\n", subjectName: "chatty0", timeoutMilliseconds: 6_000, target: loop,
             killGrace: .milliseconds(500)
         ) { ended in
-            // The loop's queue answers while the hook writes: before the run ends at its timeout, not after.
+            // The loop's queue answers while the hook writes: within half the hook's timeout, with the run still
+            // going (a queue held until the hook is stopped answers after 6 s, or once the run has ended).
             let answered = DispatchSemaphore(value: 0)
             let endedFirst = Locked(true)
             loop.async {
                 endedFirst.withLock { $0 = ended() }
                 answered.signal()
             }
-            #expect(answered.wait(timeout: .now() + 10) == .success, "the loop's queue never answered")
+            #expect(
+                answered.wait(timeout: .now() + 3) == .success, "the loop's queue did not answer while the hook ran")
             #expect(!endedFirst.withLock { $0 }, "the loop's queue answered only after the hook was stopped")
         }
         #expect(outcome.status == .timedOut)
         #expect(outcome.outputTail.hasSuffix("y"))
+        // The cut is said where the output is.
+        #expect(outcome.outputTail.hasPrefix("[netdevd kept the last 4096 bytes of this output; the "))
     }
 
     @Test("a hook gets standard input, output and error, and no descriptor netdevd inherited or opened")

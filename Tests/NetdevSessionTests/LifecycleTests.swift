@@ -30,10 +30,10 @@ struct LifecycleTests {
         let model = next.model!
         #expect(model.phase == .running)
         #expect(model.links.count == 2 && model.devices.count == 1)
-        #expect(Fixture.notifications(next.effects) == [.ready, .status("2 links (1 routable), 1 devices; online")])
+        #expect(Fixture.notifications(next.effects) == [.ready, .status("2 links (1 routable), 1 device; online")])
         let logs = Fixture.logs(next.effects)
         #expect(logs.map(\.kind) == [.linkAdded, .linkAdded, .started])
-        #expect(logs.last?.message == "netdevd started: 2 links (1 routable), 1 devices; online")
+        #expect(logs.last?.message == "netdevd started: 2 links (1 routable), 1 device; online")
         #expect(Fixture.runs(next.effects).isEmpty)
     }
 

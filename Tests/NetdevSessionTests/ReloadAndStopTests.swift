@@ -97,8 +97,8 @@ struct ReloadAndStopTests {
         #expect(model.phase == .stopping)
         #expect(model.hooks.waiting.isEmpty)
         #expect(stop.effects.contains(.startTimer(.stopDeadline, milliseconds: 10_000)))
-        #expect(Fixture.logs(stop.effects).first?.message.contains("1 queued hook run(s) dropped") == true)
-        #expect(Fixture.logs(stop.effects).first?.message.contains("1 running hook run(s) sent SIGTERM") == true)
+        #expect(Fixture.logs(stop.effects).first?.message.contains("1 queued hook run dropped") == true)
+        #expect(Fixture.logs(stop.effects).first?.message.contains("1 running hook run sent SIGTERM") == true)
         let runID = model.hooks.running.values.first!.id
         #expect(stop.effects.contains(.cancelHooks([runID])))
         let killed = HookOutcome(name: "50-slow", status: .killed(signal: 15), durationMilliseconds: 20)
