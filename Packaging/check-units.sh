@@ -80,7 +80,7 @@ CTL=$(dirname "$BIN")/netdevctl
 [ -x "$CTL" ] || CTL=$BIN
 for u in netdevd.service netdevd.socket netdevd-wait-online.service; do
     [ -f "$UNITS/$u" ] || { echo "check-units.sh: $UNITS/$u is missing" >&2; exit 1; }
-    sed "s#^ExecStart=\([-+!@:]*\)/usr/sbin/netdevd\b#ExecStart=\1$BIN#; s#^ExecStart=/usr/bin/netdevctl\b#ExecStart=$CTL#" \
+    sed "s#^ExecStart=\([-+!@:]*\)/usr/sbin/netdevd\b#ExecStart=\1$BIN#; s#^ExecStart=/usr/bin/netdevctl\b#ExecStart=$CTL#; s#^ExecReload=+/usr/bin/netdevctl\b#ExecReload=+$CTL#" \
         "$UNITS/$u" > "$TMP/$u"
 done
 grep -q "^ExecStart=.*$BIN" "$TMP/netdevd.service" || { echo "check-units.sh: netdevd.service has no ExecStart=/usr/sbin/netdevd" >&2; exit 1; }

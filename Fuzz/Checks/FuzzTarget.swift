@@ -363,7 +363,20 @@ final class MethodsFixture: Sendable {
         server = VarlinkServer(
             listening: listener, interfaces: [service.interface], vendor: "fuzz", product: "netdevd", version: "0",
             url: "")
-        view = service.view.connect { _ in }
+        // The loop's part of a Reload: the request is counted and the reload ends at once, as the session would
+        // end it; the view then answers the call.
+        let loop = Locked<(model: Model?, view: MobiusCore.Connection<Model>?)>((nil, nil))
+        view = service.view.connect { event in
+            guard case .reloadRequested = event else { return }
+            let (model, view) = loop.withLock { state -> (Model?, MobiusCore.Connection<Model>?) in
+                guard var model = state.model else { return (nil, nil) }
+                model.reloadRequests += 1
+                model.lastReload = ReloadOutcome(covers: model.reloadRequests, warnings: [], errors: [])
+                state.model = model
+                return (model, state.view)
+            }
+            if let model { view?.accept(model) }
+        }
         var model = FuzzTarget.runningModel()
         for index in Int32(2)...6 {
             let state = LinkState(
@@ -379,6 +392,7 @@ final class MethodsFixture: Sendable {
                 properties: ["ID_SERIAL": "x"])
         }
         model.changeSequence = 1
+        loop.withLock { $0 = (model, view) }
         view.accept(model)
     }
 

@@ -182,6 +182,19 @@ wait_until() {
     done
 }
 
+# readme_block HEADING: the first ```sh block under README's heading (a line "## HEADING" or "### HEADING"), up to
+# its first comment line: the commands an operator is told to type, run as written (sudo is the container's root).
+README_MD=$HERE/../../README.md
+readme_block() {
+    awk -v h="$1" '
+        $0 == "## " h || $0 == "### " h { inside = 1; next }
+        inside && /^##/ { exit }
+        inside && /^```sh$/ { block = 1; next }
+        block && (/^```$/ || /^#/) { exit }
+        block { print }' "$README_MD"
+}
+readme_run() { C sh -c 'sudo() { "$@"; }; set -e; '"$(readme_block "$1")"; }
+
 # ---- a listing of / (for the purge comparison) ---------------------------------------------------------------
 # Type, mode, owner and path of everything, and a checksum of every regular file under /etc and of systemd's
 # catalog database, except the places that change by themselves or that the brief excludes: /proc, /sys, /dev,
@@ -584,8 +597,10 @@ C systemctl restart netdevd.service
 # the exposure stays where it was, and a stop takes the directory away.
 exposure() { C systemd-analyze security netdevd.service 2>/dev/null | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p'; }
 h_before=$(exposure)
-made_conf_d=; C test -d /etc/netdevd/netdevd.conf.d || made_conf_d=yes
-C mkdir -p /var/lib/e2e-textfile /etc/netdevd/netdevd.conf.d /etc/systemd/system/netdevd.service.d
+# The package ships /etc/netdevd/netdevd.conf.d (README's commands write there); the service's drop-in directory
+# is made here, as `systemctl edit` would.
+C test -d /etc/netdevd/netdevd.conf.d || fail "h. the package did not ship /etc/netdevd/netdevd.conf.d"
+C mkdir -p /var/lib/e2e-textfile /etc/systemd/system/netdevd.service.d
 C sh -c 'printf "[Metrics]\nTextfileDirectory=/var/lib/e2e-textfile\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
 c0=$(mark)
 # The checks before restarted netdevd often; systemd's start limit (5 in 10 s) would refuse this one.
@@ -597,11 +612,10 @@ if wait_until 10 h_refused; then
 else
     fail "h. metrics refused: no warning about /var/lib/e2e-textfile within 10 s"
 fi
-C cp /usr/share/doc/netdevd/examples/metrics/netdevd-metrics.conf /etc/systemd/system/netdevd.service.d/metrics.conf
-C sh -c 'printf "[Metrics]\nTextfileDirectory=/run/netdevd-metrics\n" > /etc/netdevd/netdevd.conf.d/e2e-metrics.conf'
-C systemctl daemon-reload
+# README's own commands ("Metrics for Prometheus"), as an operator types them, up to the node_exporter link.
+C rm -f /etc/netdevd/netdevd.conf.d/e2e-metrics.conf
 C systemctl reset-failed netdevd.service netdevd.socket
-C systemctl restart netdevd.service
+readme_run "Metrics for Prometheus" > "$WORK/h-readme.txt" 2>&1 || { indent < "$WORK/h-readme.txt"; fail "h. README's metrics commands failed"; }
 h_after=$(exposure)
 PROM=/run/netdevd-metrics/netdevd.prom
 nsenter -t "$L" -n ip link add e2em0 type veth peer name e2em1
@@ -625,9 +639,8 @@ else
     fail "h. metrics: seen $h_seen, gone $h_gone, mode '$h_mode' (netdevd uid $h_uid), families $h_families/$h_file_families, exposure '$h_before' -> '$h_after', after stop $h_stopped"
     C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" | tail -n 20 | indent
 fi
-C rm -f /etc/systemd/system/netdevd.service.d/metrics.conf /etc/netdevd/netdevd.conf.d/e2e-metrics.conf
+C rm -f /etc/systemd/system/netdevd.service.d/metrics.conf /etc/netdevd/netdevd.conf.d/metrics.conf
 C rmdir /var/lib/e2e-textfile
-[ -n "$made_conf_d" ] && C rmdir /etc/netdevd/netdevd.conf.d
 C systemctl daemon-reload
 C systemctl reset-failed netdevd.service netdevd.socket
 C systemctl start netdevd.service
@@ -680,6 +693,38 @@ C rm -rf /etc/systemd/journal-upload.conf.d /var/lib/private/systemd/journal-upl
 for d in /var/lib/private/systemd /var/lib/private; do
     grep -q " $d\$" "$WORK/before.txt" || C rmdir "$d" 2>/dev/null
 done
+
+# ---- k. configuration, as an operator meets it: README's commands, a typo, a file that cannot be read ---------------
+C systemctl reset-failed netdevd.service netdevd.socket
+pid_before=$(prop netdevd.service MainPID)
+readme_run "Configure" > "$WORK/k-readme.txt" 2>&1; k_readme=$?
+C rm -f /etc/netdevd/netdevd.conf.d/50-local.conf
+# A misspelt key: netdevd --check-config fails naming it; a restart runs with one warning; reload prints it.
+C sh -c 'printf "[Online]\nRequiredInterface=eth0\n" > /etc/netdevd/netdevd.conf.d/60-typo.conf'
+C netdevd --check-config > "$WORK/k-check.txt" 2>&1; k_check=$?
+c0=$(mark)
+C systemctl restart netdevd.service; k_restart=$(C systemctl is-active netdevd.service)
+k_warned() { [ "$(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" -p warning | grep -c "did you mean 'RequiredInterfaces'")" = 1 ]; }
+wait_until 5 k_warned; k_warnings=$(C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" -p warning | grep -c "did you mean 'RequiredInterfaces'")
+C netdevctl reload > "$WORK/k-reload-typo.txt" 2>&1; k_reload_typo=$?
+C rm -f /etc/netdevd/netdevd.conf.d/60-typo.conf
+# A file that is not text: reload and systemctl reload fail with the reason; the daemon keeps running, same pid.
+pid_mid=$(prop netdevd.service MainPID)
+C sh -c 'printf "\377\376\n" > /etc/netdevd/netdevd.conf.d/70-binary.conf'
+C netdevctl reload > "$WORK/k-reload-bad.txt" 2>&1; k_reload_bad=$?
+C systemctl reload netdevd.service > "$WORK/k-sysreload-bad.txt" 2>&1; k_sysreload_bad=$?
+k_state="$(C systemctl is-active netdevd.service) pid $(prop netdevd.service MainPID)"
+C rm -f /etc/netdevd/netdevd.conf.d/70-binary.conf
+C netdevctl reload > /dev/null 2>&1
+if [ $k_readme = 0 ] && grep -q 'no problems' "$WORK/k-readme.txt" && [ $k_check = 1 ] &&
+    grep -q "did you mean 'RequiredInterfaces'" "$WORK/k-check.txt" && [ "$k_restart" = active ] && [ "$k_warnings" = 1 ] &&
+    [ $k_reload_typo = 0 ] && grep -q "RequiredInterface" "$WORK/k-reload-typo.txt" && [ $k_reload_bad = 1 ] &&
+    grep -q "not UTF-8" "$WORK/k-reload-bad.txt" && [ $k_sysreload_bad != 0 ] && [ "$k_state" = "active pid $pid_mid" ]; then
+    pass "k. configuration: README's Configure commands ran ('$(grep -m1 'no problems' "$WORK/k-readme.txt")'); a misspelt key: --check-config exit 1 ('$(head -1 "$WORK/k-check.txt" | cut -c1-120)'), restart $k_restart with $k_warnings warning, netdevctl reload exit 0 printing it; a file not UTF-8: netdevctl reload exit 1 ('$(tail -1 "$WORK/k-reload-bad.txt" | tr -s ' ' | cut -c1-100)'), systemctl reload exit $k_sysreload_bad, netdevd still $k_state"
+else
+    for f in k-readme k-check k-reload-typo k-reload-bad k-sysreload-bad; do echo "  $f:"; indent < "$WORK/$f.txt"; done
+    fail "k. configuration: README exit $k_readme, check-config exit $k_check, restart '$k_restart' with $k_warnings warnings, reload of a typo exit $k_reload_typo, of a binary file exit $k_reload_bad, systemctl reload exit $k_sysreload_bad, then '$k_state' (was pid $pid_mid)"
+fi
 
 # ---- w. netdevd-wait-online.service holds network-online.target until netdevd says a veth is routable -----------------
 # Enabled with a drop-in naming the link, as README and the unit's own comment say; a unit ordered after

@@ -18,6 +18,10 @@ public struct OptionSpec: Sendable {
     public let defaultValue: String?
     /// Left out of help (for tests and benchmarks), but accepted.
     public let hidden: Bool
+    /// The value of the option given alone (`--json` is `--json=short`), or `nil` when it needs one. An option
+    /// with such a value takes another only as `--name=VALUE` or as the next argument when that is one of its
+    /// choices (`--json pretty`), never anything else that follows it (`links --json eth0` is a link).
+    public var bareValue: String? = nil
 
     /// A flag: `--name`, no value.
     public static func flag(_ name: String, short: Character? = nil, help: String, hidden: Bool = false) -> OptionSpec {
@@ -29,11 +33,11 @@ public struct OptionSpec: Sendable {
     /// An option with a value.
     public static func option(
         _ name: String, short: Character? = nil, value: String? = nil, help: String, repeating: Bool = false,
-        choices: [String] = [], default defaultValue: String? = nil, hidden: Bool = false
+        choices: [String] = [], default defaultValue: String? = nil, hidden: Bool = false, bare: String? = nil
     ) -> OptionSpec {
         OptionSpec(
             name: name, short: short, valueName: value ?? name, help: help, repeating: repeating, choices: choices,
-            defaultValue: defaultValue, hidden: hidden)
+            defaultValue: defaultValue, hidden: hidden, bareValue: bare)
     }
 }
 
@@ -203,6 +207,14 @@ public struct CommandSpec: Sendable {
                 if value != nil { throw UsageError(self, "The flag '--\(name)' takes no value") }
                 parsed.flags.insert(name)
                 continue
+            }
+            if value == nil, let bare = option.bareValue {
+                if index < arguments.count, option.choices.contains(arguments[index]) {
+                    value = arguments[index]
+                    index += 1
+                } else {
+                    value = bare
+                }
             }
             if value == nil {
                 guard index < arguments.count else { throw UsageError(self, "Missing value for '--\(name)'") }

@@ -9,9 +9,13 @@ import Glibc
 /// Reads `netdevd.conf` and its drop-ins (`netdevd.conf.d/*.conf`, in lexical order, later ones winning) in
 /// systemd's INI style into a ``Configuration``.
 ///
-/// Every problem names its file and line. Unknown keys are errors with a suggestion (`did you mean
-/// 'RequiredInterfaces'?`), because a misspelt key silently ignored is how a host ends up "online" too early.
-/// With no file at all the defaults serve.
+/// Every problem names its file and line. As systemd reads its own units, a line netdevd does not understand (an
+/// unknown section or key, with a suggestion such as `did you mean 'RequiredInterfaces'?`; a value that does not
+/// parse; a line that is not `Key=Value`) is a warning: that line is ignored, the setting keeps its default or the
+/// value an earlier line gave it, and netdevd runs (a misspelt key said loudly, not silently ignored, and not a
+/// daemon that will not start). Only what leaves nothing to read is an error: a file that cannot be read, one that
+/// is not UTF-8 text or is over 1 MiB, a drop-in directory that cannot be listed. With no file at all the defaults
+/// serve.
 ///
 /// | section | key | value |
 /// |---|---|---|
@@ -137,14 +141,16 @@ private struct Builder {
 
     mutating func parse(_ text: String, file: String) {
         var section: String?
+        var unknownSection: String?
         for (offset, rawLine) in TextFile.lines(text).enumerated() {
             let line = offset + 1
             let content = rawLine.trimmed
             if content.isEmpty || content.hasPrefix("#") || content.hasPrefix(";") {
                 continue
             }
+            // A line not understood is said, with the hint, and ignored.
             func fail(_ message: String) {
-                errors.append(Diagnostic(file: file, line: line, message: message))
+                warnings.append(Diagnostic(file: file, line: line, message: message + "; the line is ignored"))
             }
             if content.hasPrefix("[") {
                 guard content.hasSuffix("]") else {
@@ -156,9 +162,11 @@ private struct Builder {
                     let suggestion = closest(name, in: Array(ConfigurationLoader.keys.keys))
                     fail("unknown section '[\(name)]'" + (suggestion.map { ", did you mean '[\($0)]'?" } ?? ""))
                     section = nil
+                    unknownSection = name
                     continue
                 }
                 section = name
+                unknownSection = nil
                 continue
             }
             guard let equals = content.firstIndex(of: "=") else {
@@ -168,7 +176,15 @@ private struct Builder {
             let key = content[..<equals].trimmed
             let value = content[content.index(after: equals)...].trimmed
             guard let section else {
-                fail("'\(key)=' must be inside a section such as [Online]")
+                // The section the key belongs to is the hint, whether the line is under a misspelt section or none.
+                let home = ConfigurationLoader.keys.first { $0.value.contains(key) }?.key
+                if let unknownSection {
+                    fail(
+                        "'\(key)=' is under the unknown section [\(unknownSection)]"
+                            + (home.map { "; it belongs in [\($0)]" } ?? ""))
+                } else {
+                    fail("'\(key)=' must be inside a section" + (home.map { ": [\($0)]" } ?? " such as [Online]"))
+                }
                 continue
             }
             let known = ConfigurationLoader.keys[section] ?? []

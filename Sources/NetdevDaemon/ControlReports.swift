@@ -13,8 +13,15 @@ extension StateReport {
             devices: devices ? Self.devices(model) : nil,
             deviceCounts: Self.deviceCounts(model),
             resyncs: model.counters.resyncs,
-            staleHookRunsDropped: model.counters.staleHookRunsDropped
+            staleHookRunsDropped: model.counters.staleHookRunsDropped,
+            onlineMissing: Self.onlineMissing(model)
         )
+    }
+
+    /// What the online state waits for, when the host is not online.
+    static func onlineMissing(_ model: Model) -> [String]? {
+        model.onlineState == .online
+            ? nil : OnlineEvaluation.missing(of: model.links.values, configuration: model.configuration)
     }
 
     static func deviceCounts(_ model: Model) -> [String: Int] {
@@ -41,7 +48,8 @@ extension ChangeReport {
             removedDevices: old.devices.keys.filter { new.devices[$0] == nil }.sorted(),
             deviceCounts: StateReport.deviceCounts(new),
             resyncs: new.counters.resyncs,
-            staleHookRunsDropped: new.counters.staleHookRunsDropped
+            staleHookRunsDropped: new.counters.staleHookRunsDropped,
+            onlineMissing: StateReport.onlineMissing(new)
         )
     }
 }

@@ -20,6 +20,8 @@ public final class ControlService: Sendable {
         var dispatch: Consumer<Event>?
         /// Calls that came before the first model, answered when it comes.
         var parked: [@Sendable (Model) -> Void] = []
+        /// Reload calls waiting for their outcome: the request number each got, and its answer.
+        var reloads: [(request: Int, answer: @Sendable (ReloadOutcome?) -> Void)] = []
         /// Replies to calls without parameters, encoded once per change sequence (`GetState`, `ListLinks`,
         /// `ListDevices` and the first reply of `Monitor`): at 1,000 links a query is a copy, not an encoding.
         var replies: [CachedReply: (sequence: Int, bytes: [UInt8])] = [:]
@@ -82,6 +84,7 @@ public final class ControlService: Sendable {
             return (latest, state.parked)
         }
         for call in parked { call(model) }
+        answerReloads(model)
         guard let previous else { return }
         monitorQueue.async { [self] in
             guard let encoded = Self.encoded(["change": ChangeReport(from: previous, to: model)]) else { return }
@@ -187,19 +190,45 @@ public final class ControlService: Sendable {
                         return
                     }
                     // Once the loop has published its first model (a call that came as netdevd started waits for
-                    // it, as the queries do): from then on the view is connected until the loop stops.
-                    withLatest { [self] _ in
+                    // it, as the queries do): from then on the view is connected until the loop stops. Answered when
+                    // a reload that read the files after this request ends: with its warnings, or its errors.
+                    withLatest { [self] model in
                         guard let dispatch = withState({ $0.dispatch }) else {
                             replier.error("io.netdevd.NotRunning")
                             return
                         }
+                        let answer: @Sendable (ReloadOutcome?) -> Void = { outcome in
+                            guard let outcome else { return replier.error("io.netdevd.NotRunning") }
+                            if outcome.errors.isEmpty {
+                                replier.reply(["warnings": .array(outcome.warnings.map { .string($0) })])
+                            } else {
+                                replier.error(
+                                    "io.netdevd.ConfigurationRejected",
+                                    ["errors": .array(outcome.errors.map { .string($0) })])
+                            }
+                        }
+                        withState { $0.reloads.append((model.reloadRequests + 1, answer)) }
                         dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
-                        replier.reply([:])
                     }
                 },
             ]
         )
     }
+
+    /// Answers the Reload calls `model`'s last reload answers, and every one once netdevd stops (no reload comes).
+    private func answerReloads(_ model: Model) {
+        let stopping = model.phase == .stopping || model.phase == .stopped
+        let answered = withState { state -> [@Sendable (ReloadOutcome?) -> Void] in
+            let covered = model.lastReload?.covers ?? 0
+            let due = state.reloads.filter { stopping || $0.request <= covered }
+            state.reloads.removeAll { stopping || $0.request <= covered }
+            return due.map(\.answer)
+        }
+        for answer in answered { answer(stopping ? nil : model.lastReload) }
+    }
+
+    /// How many Reload calls wait for their reload to end (for tests).
+    public var waitingReloads: Int { withState { $0.reloads.count } }
 
     /// How many Monitor calls are followed now.
     public var monitorCount: Int { withState { $0.monitors.count } }
@@ -287,7 +316,9 @@ public final class ControlService: Sendable {
           devices: ?[]Device,
           deviceCounts: [string]int,
           resyncs: int,
-          staleHookRunsDropped: int
+          staleHookRunsDropped: int,
+          # While the host is not online: what [Online] still waits for, one line each.
+          onlineMissing: ?[]string
         )
 
         # The whole state now (without the devices: ListDevices lists them).
@@ -312,7 +343,8 @@ public final class ControlService: Sendable {
           removedDevices: []string,
           deviceCounts: [string]int,
           resyncs: int,
-          staleHookRunsDropped: int
+          staleHookRunsDropped: int,
+          onlineMissing: ?[]string
         )
 
         # With `more`: first the state now (`state`, with every device), then one reply per change (`change`), each
@@ -324,8 +356,12 @@ public final class ControlService: Sendable {
         # netdevd.prom for node_exporter's textfile collector.
         method GetMetrics() -> (text: string)
 
-        # Re-read the configuration (uid 0 only).
-        method Reload() -> ()
+        # Re-read the configuration (uid 0 only); answered when the reload ends, with the lines it ignored as
+        # `file:line: message` (an unknown key, a value that does not parse), or ConfigurationRejected.
+        method Reload() -> (warnings: []string)
+
+        # The configuration could not be read at all; the previous one stays in force.
+        error ConfigurationRejected (errors: []string)
 
         # The caller may not do this.
         error PermissionDenied (reason: string)

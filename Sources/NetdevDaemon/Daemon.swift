@@ -73,9 +73,14 @@ public final class Daemon: Sendable {
         self.journal = Journal(identifier: "netdevd", target: options.logTarget)
     }
 
+    /// The exit status of a start refused for a configuration that cannot be read (sysexits' EX_CONFIG, which
+    /// systemd shows as `status=78/CONFIG`); the unit's `RestartPreventExitStatus=` keeps systemd from retrying.
+    public static let configurationUnreadable: Int32 = 78
+
     /// Runs until the session exits; returns the exit status. Start-up problems (no netlink socket) are logged
-    /// and give status 1. Call it before starting any thread: it blocks the signals the loop handles (see
-    /// ``ProcessSetup``), and a thread started earlier would still take them with the default action.
+    /// and give status 1; a configuration that cannot be read, ``configurationUnreadable``. Call it before starting
+    /// any thread: it blocks the signals the loop handles (see ``ProcessSetup``), and a thread started earlier would
+    /// still take them with the default action.
     public func run() -> Int32 {
         ProcessSetup.prepare()
         // One malloc arena: glibc gives each thread that contends for the heap an arena of its own, and after a
@@ -89,8 +94,11 @@ public final class Daemon: Sendable {
             for warning in warnings { log(4, warning.description) }
         case .rejected(let errors):
             for error in errors { log(3, error.description) }
-            log(3, "netdevd cannot start with this configuration; fix the errors above")
-            return 1
+            log(
+                3,
+                "netdevd cannot start: its configuration cannot be read (above); fix it, check it with "
+                    + "'netdevd --check-config', then start netdevd again (systemd does not retry: exit 78)")
+            return Self.configurationUnreadable
         }
 
         // One look at udevd decides `auto` and what the start says about it.
@@ -302,7 +310,7 @@ public final class Daemon: Sendable {
         limits.maximumPendingOutputBytes = options.monitorBufferBytes
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
-            version: Self.version, url: "https://github.com/netdevd/netdevd", limits: limits, notify: notify)
+            version: Self.version, url: "", limits: limits, notify: notify)
         server.start()
         return server
     }

@@ -112,6 +112,7 @@ extension Transition {
     // MARK: Reload
 
     mutating func requestReload(by requester: String) {
+        model.reloadRequests += 1
         switch model.phase {
         case .running where !model.reloadInFlight:
             beginReload(by: requester)
@@ -124,6 +125,7 @@ extension Transition {
 
     mutating func beginReload(by requester: String) {
         model.reloadInFlight = true
+        model.reloadCovers = model.reloadRequests
         if model.phase == .running {
             model.phase = .reloading
         }
@@ -137,6 +139,8 @@ extension Transition {
         let subsystemsChanged = configuration.trackedSubsystems != model.configuration.trackedSubsystems
         model.configuration = configuration
         model.reloadInFlight = false
+        model.lastReload = ReloadOutcome(
+            covers: model.reloadCovers, warnings: warnings.map(\.description), errors: [])
         for warning in warnings {
             log(4, .configurationWarning, warning.description, diagnosticFields(warning))
         }
@@ -164,6 +168,8 @@ extension Transition {
     mutating func configurationRejected(_ diagnostics: [Diagnostic]) {
         guard model.reloadInFlight else { return }
         model.reloadInFlight = false
+        model.lastReload = ReloadOutcome(
+            covers: model.reloadCovers, warnings: [], errors: diagnostics.map(\.description))
         let listed = diagnostics.map(\.description).joined(separator: "; ")
         log(
             3, .reloadFailed, "Configuration not reloaded, the previous one stays in force: \(listed)",

@@ -19,6 +19,24 @@ public enum Phase: String, Codable, Sendable, CaseIterable {
     case stopped
 }
 
+/// How a reload ended, for whoever asked for it: the configuration's warnings when it was taken, its errors when
+/// it was rejected (the previous one then stays in force). It answers every request numbered up to `covers`.
+public struct ReloadOutcome: Codable, Sendable, Equatable {
+    /// The highest request number it answers (``Model/reloadRequests`` when the files were read).
+    public var covers: Int
+    /// Lines ignored, as `file:line: message`.
+    public var warnings: [String]
+    /// Why it was rejected, as `file:line: message`; empty when it was taken.
+    public var errors: [String]
+
+    /// An outcome.
+    public init(covers: Int, warnings: [String], errors: [String]) {
+        self.covers = covers
+        self.warnings = warnings
+        self.errors = errors
+    }
+}
+
 /// Counts an operator asks about: how many resyncs, how many stale hook runs dropped, how many hook runs.
 public struct Counters: Codable, Sendable, Equatable {
     /// Re-enumerations after lost events.
@@ -82,6 +100,12 @@ public struct Model: Codable, Sendable, Equatable {
     /// The first enumeration has finished: the links and devices are the kernel's. Queries are answered only from
     /// such a model (before it, they would list nothing).
     public var isEnumerated: Bool
+    /// Reload requests made so far (SIGHUP, `netdevctl reload`): the number a request gets is this after it.
+    public var reloadRequests: Int
+    /// The requests the reload in flight answers: those made before it read the files.
+    public var reloadCovers: Int
+    /// How the last reload ended, and which requests it answered; `nil` before the first.
+    public var lastReload: ReloadOutcome?
     /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
     /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
@@ -111,6 +135,9 @@ public struct Model: Codable, Sendable, Equatable {
         counters = Counters()
         changeSequence = 0
         isEnumerated = false
+        reloadRequests = 0
+        reloadCovers = 0
+        lastReload = nil
         self.maximumLogPriority = maximumLogPriority
     }
 
@@ -143,6 +170,7 @@ public struct Model: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
         case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority, isEnumerated
+        case reloadRequests, reloadCovers, lastReload
     }
 
     /// Decodes a model; the online tally is counted from the links.
@@ -164,6 +192,9 @@ public struct Model: Codable, Sendable, Equatable {
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
         maximumLogPriority = try container.decodeIfPresent(Int.self, forKey: .maximumLogPriority) ?? 7
         isEnumerated = try container.decodeIfPresent(Bool.self, forKey: .isEnumerated) ?? (phase != .enumerating)
+        reloadRequests = try container.decodeIfPresent(Int.self, forKey: .reloadRequests) ?? 0
+        reloadCovers = try container.decodeIfPresent(Int.self, forKey: .reloadCovers) ?? 0
+        lastReload = try container.decodeIfPresent(ReloadOutcome.self, forKey: .lastReload)
     }
 
     /// Encodes the model without its tally (which follows from the links).
@@ -184,6 +215,9 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(changeSequence, forKey: .changeSequence)
         try container.encode(maximumLogPriority, forKey: .maximumLogPriority)
         try container.encode(isEnumerated, forKey: .isEnumerated)
+        try container.encode(reloadRequests, forKey: .reloadRequests)
+        try container.encode(reloadCovers, forKey: .reloadCovers)
+        try container.encodeIfPresent(lastReload, forKey: .lastReload)
     }
 }
 
@@ -254,6 +288,40 @@ public enum OnlineEvaluation {
         }
         if met == configuration.requiredInterfaces.count { return .online }
         return met > 0 ? .partial : .offline
+    }
+
+    /// What keeps `links` from being online under `configuration`, one line per requirement not met (`eth0:
+    /// degraded, needs routable`, `wlan*: no such link, needs routable`), or, without required interfaces, which
+    /// links fall short of the minimum; empty when online.
+    public static func missing(of links: some Collection<Link>, configuration: Configuration) -> [String] {
+        let candidates = links.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
+            .sorted { $0.index < $1.index }
+        // The address family matters for routable only (RequiredFamily=).
+        func needed(_ minimum: OperationalState) -> String {
+            let family = configuration.requiredFamily == .any || minimum != .routable
+            return minimum.rawValue + (family ? "" : " (\(configuration.requiredFamily.rawValue))")
+        }
+        if configuration.requiredInterfaces.isEmpty {
+            let minimum = configuration.minimumOperationalState
+            guard !candidates.contains(where: { satisfies($0, minimum, configuration) }) else { return [] }
+            let states = candidates.map { "\($0.name) \($0.operationalState.rawValue)" }
+            return [
+                "no link reaches \(needed(minimum)) ([Online] MinimumOperationalState=): "
+                    + (states.isEmpty ? "no link other than loopback and ignored ones" : states.joined(separator: ", "))
+            ]
+        }
+        var missing: [String] = []
+        for requirement in configuration.requiredInterfaces {
+            let minimum = requirement.minimumState ?? configuration.minimumOperationalState
+            let matching = candidates.filter { Glob.matches(requirement.pattern, $0.name) }
+            if matching.isEmpty {
+                missing.append("\(requirement.pattern): no such link, needs \(needed(minimum))")
+            }
+            for link in matching where !satisfies(link, minimum, configuration) {
+                missing.append("\(link.name): \(link.operationalState.rawValue), needs \(needed(minimum))")
+            }
+        }
+        return missing
     }
 
     /// `true` when `link` reaches `minimum`, with the required address families for `routable`.

@@ -19,12 +19,16 @@ public struct StateReport: Codable, Sendable, Equatable {
     public var resyncs: Int
     /// Queued hook runs dropped as stale.
     public var staleHookRunsDropped: Int
+    /// While the host is not online: what its configuration ([Online]) still waits for, one line each
+    /// (`eth0: degraded, needs routable`); absent when online.
+    public var onlineMissing: [String]?
 
     /// A state report; the fields mean what the properties say.
     public init(
         sequence: Int, phase: String, onlineState: String, links: [LinkReport], devices: [DeviceReport]?,
-        deviceCounts: [String: Int], resyncs: Int, staleHookRunsDropped: Int
+        deviceCounts: [String: Int], resyncs: Int, staleHookRunsDropped: Int, onlineMissing: [String]? = nil
     ) {
+        self.onlineMissing = onlineMissing
         self.sequence = sequence
         self.phase = phase
         self.onlineState = onlineState
@@ -45,6 +49,7 @@ public struct StateReport: Codable, Sendable, Equatable {
         next.deviceCounts = change.deviceCounts
         next.resyncs = change.resyncs
         next.staleHookRunsDropped = change.staleHookRunsDropped
+        next.onlineMissing = change.onlineMissing
         let removed = Set(change.removedLinks)
         var byIndex = Dictionary(
             links.filter { !removed.contains($0.index) }.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
@@ -86,13 +91,16 @@ public struct ChangeReport: Codable, Sendable, Equatable {
     public var resyncs: Int
     /// Queued hook runs dropped as stale.
     public var staleHookRunsDropped: Int
+    /// What the host's online state still waits for (``StateReport/onlineMissing``); absent when online.
+    public var onlineMissing: [String]?
 
     /// A change report; the fields mean what the properties say.
     public init(
         sequence: Int, phase: String, onlineState: String, links: [LinkReport], removedLinks: [Int],
         devices: [DeviceReport], removedDevices: [String], deviceCounts: [String: Int], resyncs: Int,
-        staleHookRunsDropped: Int
+        staleHookRunsDropped: Int, onlineMissing: [String]? = nil
     ) {
+        self.onlineMissing = onlineMissing
         self.sequence = sequence
         self.phase = phase
         self.onlineState = onlineState
@@ -118,6 +126,7 @@ public struct ChangeReport: Codable, Sendable, Equatable {
         deviceCounts = try container.decode([String: Int].self, forKey: .deviceCounts)
         resyncs = try container.decode(Int.self, forKey: .resyncs)
         staleHookRunsDropped = try container.decode(Int.self, forKey: .staleHookRunsDropped)
+        onlineMissing = try container.decodeIfPresent([String].self, forKey: .onlineMissing)
     }
 }
 

@@ -9,7 +9,7 @@ import Glibc
 /// The `netdevctl` program, for the executables that run it: `netdevctl` itself, and `netdevd` when it is invoked
 /// under the name `netdevctl` (the package installs one binary for both).
 public enum NetdevctlProgram {
-    /// Parses the command line and runs the command; exits with the documented status (0, 1, 2, 3 or 4).
+    /// Parses the command line and runs the command; exits with the documented status (0, 1, 2, 69 or 75).
     public static func main() -> Never {
         exit(Netdevctl.run(Array(CommandLine.arguments.dropFirst())))
     }
@@ -60,7 +60,7 @@ enum Netdevctl {
         name: "netdevctl",
         abstract: "Query and follow netdevd: links, devices, online state.",
         discussion: """
-            Exit status: 0 success, 1 failure, 2 usage error, 3 timeout (wait-online), 4 netdevd unreachable.
+            Exit status: 0 success, 1 failure, 2 usage error, 75 timeout (wait-online), 69 netdevd unreachable.
             The socket is /run/netdevd/io.netdevd, or NETDEVD_SOCKET, or --socket. Without a command: status.
             """,
         options: CommonOptions.options)
@@ -145,9 +145,9 @@ struct CommandFailure: Error {
 
     static func unreachable(_ path: String, _ error: VarlinkClientError) -> CommandFailure {
         CommandFailure(
-            status: 4,
-            message: "netdevctl: \(error)\nIs netdevd running? Start it with `systemctl start netdevd` "
-                + "(or `make run` in a checkout), or point --socket / NETDEVD_SOCKET at its socket."
+            status: 69,
+            message: "netdevctl: \(error)\nIs netdevd running? `systemctl status netdevd.socket netdevd` says; "
+                + "`systemctl start netdevd` starts it. Or point --socket / NETDEVD_SOCKET at its socket."
         )
     }
 }
@@ -159,8 +159,8 @@ struct CommonOptions {
             "socket", value: "path",
             help: "netdevd's control socket (default: $NETDEVD_SOCKET or /run/netdevd/io.netdevd)."),
         .option(
-            "json", value: "mode", help: "Print JSON: short (one line), pretty, or off.",
-            choices: JSONMode.allCases.map(\.rawValue), default: "off"),
+            "json", value: "mode", help: "Print JSON: short (one line; --json alone), pretty, or off.",
+            choices: JSONMode.allCases.map(\.rawValue), default: "off", bare: "short"),
         .flag("no-legend", help: "Leave out table headers and the summary line."),
     ]
 
@@ -178,7 +178,7 @@ struct CommonOptions {
         socket ?? getenv("NETDEVD_SOCKET").map { String(cString: $0) } ?? "/run/netdevd/io.netdevd"
     }
 
-    /// Connects, turning "not there" into exit status 4 with a hint.
+    /// Connects, turning "not there" into exit status 69 (EX_UNAVAILABLE) with a hint.
     func client() throws -> VarlinkClient {
         do {
             return try VarlinkClient(path: socketPath)

@@ -40,9 +40,26 @@ struct Status: NetdevctlCommand {
 }
 
 extension Status {
-    /// The link's details, then its last 10 entries in the journal (or the line saying they cannot be read).
+    /// The command a first argument that names no link was probably meant to be, if one is that close.
+    static func commandMeant(by name: String) -> String? {
+        var names: [String] = []
+        for command in Netdevctl.commands { names.append(command.name) }
+        return closestName(to: name, among: names, maximumDistance: 2)
+    }
+
+    /// The link's details, then its last 10 entries in the journal (or the line saying they cannot be read). A
+    /// name that is no link but close to a command's (`netdevctl lnks`) was a mistyped command: it is called one.
     func showLink(_ name: String) throws {
-        let link = try LinkCommand.find(name, options: options)
+        let found = Result { try LinkCommand.find(name, options: options) }
+        if case .failure(let failure as CommandFailure) = found, failure.status == 1,
+            let command = Self.commandMeant(by: name)
+        {
+            throw CommandFailure(
+                status: 2,
+                message: "netdevctl: unknown command '\(name)' (and no link has that name); did you mean "
+                    + "'netdevctl \(command)'? `netdevctl help` lists the commands")
+        }
+        let link = try found.get()
         if options.printJSON(encoding: link) { return }
         print(LinkCommand.details(link))
         print("")

@@ -16,7 +16,7 @@ struct WaitOnline: NetdevctlCommand {
     static let discussion = """
         Without --interface, waits for netdevd's online state to be 'online' (its configuration decides). \
         With --interface (repeatable, globs allowed, each with an optional :STATE), waits for those links; \
-        with --any, for one of them. On timeout it names each link not there yet and its state (exit 3).
+        with --any, for one of them. On timeout it names each link not there yet and its state (exit 75).
         """
     static let options: [OptionSpec] = [
         .option(
@@ -70,7 +70,8 @@ struct WaitOnline: NetdevctlCommand {
         if milliseconds > 0 {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
                 writeToStandardError(outcome.timeoutReport())
-                Glibc.exit(3)
+                // EX_TEMPFAIL: systemd shows netdevd-wait-online.service as status=75/TEMPFAIL.
+                Glibc.exit(75)
             }
         }
         var replies = MonitorReplies()
@@ -123,8 +124,10 @@ struct WaitOnline: NetdevctlCommand {
         any: Bool
     ) -> [String] {
         if requirements.isEmpty {
-            return state.onlineState == "online"
-                ? [] : ["the host is \(state.onlineState) (netdevd's configuration decides)"]
+            guard state.onlineState != "online" else { return [] }
+            // netdevd says what its [Online] configuration still waits for.
+            return ["the host is \(state.onlineState); netdevd's [Online] configuration waits for:"]
+                + (state.onlineMissing ?? []).map { "  " + $0 }
         }
         var missing: [String] = []
         var met = 0

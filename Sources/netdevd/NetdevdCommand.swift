@@ -55,7 +55,13 @@ struct NetdevdCommand {
                 "monitor-buffer", value: "bytes", help: "Bytes of replies a control client may leave unread.",
                 hidden: true),
             .flag("print-catalog", help: "Print the journal catalog of netdevd's MESSAGE_IDs and exit.", hidden: true),
-        ]
+            .flag(
+                "check-config",
+                help:
+                    "Read the configuration (FILE, or --config) and its drop-ins, print every problem with its file "
+                    + "and line, and exit: 0 when there is none, 1 otherwise."),
+        ],
+        arguments: [ArgumentSpec("file", help: "With --check-config: the file to check.", optional: true)]
     )
 
     var config = "/etc/netdevd/netdevd.conf"
@@ -71,8 +77,10 @@ struct NetdevdCommand {
     var hookKillGrace = 5_000
     var monitorBuffer = 4 << 20
     var printCatalog = false
+    var checkConfig = false
 
-    /// Parses the command line and runs; exits 0 (stopped, help, version), 1 (could not start) or 64 (usage).
+    /// Parses the command line and runs; exits 0 (stopped, help, version), 1 (could not start), 64 (usage) or 78
+    /// (a configuration that cannot be read at all: `RestartPreventExitStatus=` in the unit, so no restart loop).
     static func main() -> Never {
         let command: NetdevdCommand
         do throws(UsageError) {
@@ -121,6 +129,14 @@ struct NetdevdCommand {
         hookKillGrace = try number("hook-kill-grace", hookKillGrace)
         monitorBuffer = try number("monitor-buffer", monitorBuffer)
         printCatalog = parsed.flag("print-catalog")
+        checkConfig = parsed.flag("check-config")
+        if let file = parsed.argument("file") {
+            guard checkConfig else {
+                throw UsageError(
+                    Self.spec, "netdevd takes no argument ('\(file)'); the file to check goes with --check-config")
+            }
+            config = file
+        }
     }
 
     func run() -> Int32 {
@@ -130,6 +146,9 @@ struct NetdevdCommand {
         }
         if let replay {
             return replayRecording(replay)
+        }
+        if checkConfig {
+            return checkConfiguration()
         }
         var options = DaemonOptions()
         options.configurationFile = config
@@ -147,6 +166,25 @@ struct NetdevdCommand {
 }
 
 extension NetdevdCommand {
+    /// `--check-config [FILE]`, as `sshd -t` or `systemd-analyze verify`: every problem on standard output, one per
+    /// line with its file and line; exit 0 without any, 1 with warnings or errors.
+    func checkConfiguration() -> Int32 {
+        let loader = ConfigurationLoader(mainFile: config)
+        switch loader.load() {
+        case .loaded(_, let warnings) where warnings.isEmpty:
+            print("\(config): no problems")
+            return 0
+        case .loaded(_, let warnings):
+            for warning in warnings { print("\(warning) (netdevd runs without it)") }
+            print("\(quantity(warnings.count, "warning")): netdevd ignores those lines and runs")
+            return 1
+        case .rejected(let errors):
+            for error in errors { print(error) }
+            print("\(quantity(errors.count, "error")): netdevd does not start with this configuration (exit 78)")
+            return 1
+        }
+    }
+
     /// `--replay FILE`: nothing is started, watched or run; the output goes to standard output.
     func replayRecording(_ path: String) -> Int32 {
         let recording: Recording

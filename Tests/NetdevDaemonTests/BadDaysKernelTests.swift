@@ -856,17 +856,20 @@ struct BadDaysKernelTests {
         let daemon = try RunningDaemon(configuration: "[Hooks]\r\nParallelism=2\r\n")
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         let dropIns = daemon.directory + "/netdevd.conf.d"
-        let cases: [(name: String, content: String?, line: Int, says: String)] = [
-            ("10-span.conf", "[Hooks]\nTimeoutSec=1e300\n", 2, "TimeoutSec='1e300' is not a time span"),
-            ("10-huge.conf", "[Hooks]\nTimeoutSec=99999999999h\n", 2, "is longer than 365 days"),
-            ("10-debounce.conf", "[Hooks]\nDebounceSec=infinity\n", 2, "DebounceSec= cannot be infinity"),
-            ("10-range.conf", "\u{FEFF}[Hooks]\r\nParallelism=65\r\n", 2, "Parallelism='65' must be a number"),
-            ("10-state.conf", "[Online]\nMinimumOperationalState=fast\n", 2, "MinimumOperationalState='fast'"),
-            ("10-key.conf", "[Online]\nRequiredInterface=eth0\n", 2, "did you mean 'RequiredInterfaces'?"),
-            ("10-big.conf", String(repeating: "#\n", count: 600_000), 0, "is larger than 1 MiB"),
-            ("10-dir.conf", nil, 0, "cannot be read: Is a directory"),
+        // A line not understood is a warning (the line ignored, the reload done); a file that cannot be read at all
+        // keeps the previous configuration.
+        let cases: [(name: String, content: String?, line: Int, says: String, rejected: Bool)] = [
+            ("10-span.conf", "[Hooks]\nTimeoutSec=1e300\n", 2, "TimeoutSec='1e300' is not a time span", false),
+            ("10-huge.conf", "[Hooks]\nTimeoutSec=99999999999h\n", 2, "is longer than 365 days", false),
+            ("10-debounce.conf", "[Hooks]\nDebounceSec=infinity\n", 2, "DebounceSec= cannot be infinity", false),
+            ("10-range.conf", "\u{FEFF}[Hooks]\r\nParallelism=65\r\n", 2, "Parallelism='65' must be a number", false),
+            ("10-state.conf", "[Online]\nMinimumOperationalState=fast\n", 2, "MinimumOperationalState='fast'", false),
+            ("10-key.conf", "[Online]\nRequiredInterface=eth0\n", 2, "did you mean 'RequiredInterfaces'?", false),
+            ("10-big.conf", String(repeating: "#\n", count: 600_000), 0, "is larger than 1 MiB", true),
+            ("10-dir.conf", nil, 0, "cannot be read: Is a directory", true),
         ]
-        for (index, bad) in cases.enumerated() {
+        var (warned, rejected) = (0, 0)
+        for bad in cases {
             let path = dropIns + "/" + bad.name
             if let content = bad.content {
                 try content.write(toFile: path, atomically: true, encoding: .utf8)
@@ -876,12 +879,21 @@ struct BadDaysKernelTests {
             daemon.signal(SIGHUP)
             #expect(daemon.notify.receive(until: "RELOADING=1") != nil, "\(bad.name)")
             #expect(daemon.notify.receive(until: "READY=1") != nil, "\(bad.name)")
-            let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { $0.count > index }
-            let failure = try #require(failures.last, "no reload failure logged for \(bad.name)")
-            #expect(failure["NETDEVD_CONFIG_FILE"] as? String == path)
-            #expect(failure["NETDEVD_CONFIG_LINE"] as? String == String(bad.line), "\(bad.name)")
-            let message = failure["MESSAGE"] as? String ?? ""
-            #expect(message.hasPrefix("Configuration not reloaded, the previous one stays in force: "))
+            let kind = bad.rejected ? MessageKind.reloadFailed : .configurationWarning
+            let seen = bad.rejected ? rejected : warned
+            let entries = try journal(of: daemon, "MESSAGE_ID", kind.id) { $0.count > seen }
+            let entry = try #require(entries.last, "nothing logged for \(bad.name)")
+            #expect(entries.count == seen + 1, "\(bad.name): \(entries.count - seen) entries")
+            #expect(entry["NETDEVD_CONFIG_FILE"] as? String == path)
+            #expect(entry["NETDEVD_CONFIG_LINE"] as? String == String(bad.line), "\(bad.name)")
+            let message = entry["MESSAGE"] as? String ?? ""
+            if bad.rejected {
+                #expect(message.hasPrefix("Configuration not reloaded, the previous one stays in force: "))
+                rejected += 1
+            } else {
+                #expect(message.hasSuffix("; the line is ignored"), "\(message)")
+                warned += 1
+            }
             #expect(message.contains(bad.says), "\(message)")
             try FileManager.default.removeItem(atPath: path)
         }
@@ -889,7 +901,7 @@ struct BadDaysKernelTests {
         daemon.signal(SIGHUP)
         #expect(daemon.notify.receive(until: "READY=1") != nil)
         let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { _ in true }
-        #expect(failures.count == cases.count)
+        #expect(failures.count == rejected)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }

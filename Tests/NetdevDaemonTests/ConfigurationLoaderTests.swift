@@ -4,6 +4,14 @@ import NetdevSession
 import NetdevWire
 import Testing
 
+extension ConfigurationLoader.Outcome {
+    /// The warnings of a loaded configuration, as `file:line: message`; `nil` when it was rejected.
+    var warnings: [String]? {
+        guard case .loaded(_, let warnings) = self else { return nil }
+        return warnings.map(\.description)
+    }
+}
+
 @Suite("Configuration files")
 struct ConfigurationLoaderTests {
     @Test("every documented key is read")
@@ -65,20 +73,22 @@ struct ConfigurationLoaderTests {
         #expect(reset.metricsTextfileDirectory == nil)
         #expect(Configuration().metricsTextfileDirectory == nil)
         guard
-            case .rejected(let errors) = ConfigurationLoader.parse(
+            case .loaded(let kept, let warnings) = ConfigurationLoader.parse(
                 "[Metrics]\nTextfileDirectory=prom\nTextfileDirectory=/var/../tmp", file: "f")
         else {
-            Issue.record("expected errors")
+            Issue.record("expected the file to load, with warnings")
             return
         }
         #expect(
-            errors.map(\.description) == [
-                "f:2: TextfileDirectory='prom' must be an absolute path, such as /var/lib/prometheus/node-exporter",
-                "f:3: TextfileDirectory='/var/../tmp' must not contain '.' or '..'",
+            warnings.map(\.description) == [
+                "f:2: TextfileDirectory='prom' must be an absolute path, such as /var/lib/prometheus/node-exporter; "
+                    + "the line is ignored",
+                "f:3: TextfileDirectory='/var/../tmp' must not contain '.' or '..'; the line is ignored",
             ])
+        #expect(kept.metricsTextfileDirectory == nil)
     }
 
-    @Test("errors name file and line, and suggest the key that was meant")
+    @Test("a line not understood is a warning naming file and line, with the key or section meant; it is ignored")
     func errors() {
         let text = """
             [Online]
@@ -86,23 +96,38 @@ struct ConfigurationLoaderTests {
             MinimumOperationalState=fast
             [Hook]
             Parallelism 4
+            TimeoutSec=5
             [Hooks]
             RequiredFamily=ipv4
             Parallelism=0
+            DebounceSec=2s
             """
-        guard case .rejected(let errors) = ConfigurationLoader.parse(text, file: "/etc/netdevd/netdevd.conf") else {
-            Issue.record("expected errors")
+        guard
+            case .loaded(let configuration, let warnings) = ConfigurationLoader.parse(
+                text, file: "/etc/netdevd/netdevd.conf")
+        else {
+            Issue.record("expected the file to load, with warnings")
             return
         }
         #expect(
-            errors.map(\.description) == [
-                "/etc/netdevd/netdevd.conf:2: unknown key 'Requiredinterface' in [Online], did you mean 'RequiredInterfaces'?",
-                "/etc/netdevd/netdevd.conf:3: MinimumOperationalState='fast' must be one of off, no-carrier, dormant, carrier, degraded, routable",
-                "/etc/netdevd/netdevd.conf:4: unknown section '[Hook]', did you mean '[Hooks]'?",
-                "/etc/netdevd/netdevd.conf:5: expected 'Key=Value', found 'Parallelism 4'",
-                "/etc/netdevd/netdevd.conf:7: 'RequiredFamily=' belongs in [Online], not [Hooks]",
-                "/etc/netdevd/netdevd.conf:8: Parallelism='0' must be a number from 1 to 64",
-            ])
+            warnings.map(\.description)
+                == [
+                    "/etc/netdevd/netdevd.conf:2: unknown key 'Requiredinterface' in [Online], did you mean 'RequiredInterfaces'?",
+                    "/etc/netdevd/netdevd.conf:3: MinimumOperationalState='fast' must be one of off, no-carrier, dormant, carrier, degraded, routable",
+                    "/etc/netdevd/netdevd.conf:4: unknown section '[Hook]', did you mean '[Hooks]'?",
+                    "/etc/netdevd/netdevd.conf:5: expected 'Key=Value', found 'Parallelism 4'",
+                    "/etc/netdevd/netdevd.conf:6: 'TimeoutSec=' is under the unknown section [Hook]; it belongs in [Hooks]",
+                    "/etc/netdevd/netdevd.conf:8: 'RequiredFamily=' belongs in [Online], not [Hooks]",
+                    "/etc/netdevd/netdevd.conf:9: Parallelism='0' must be a number from 1 to 64",
+                ].map { $0 + "; the line is ignored" })
+        // What was understood is taken; the rest keeps its defaults.
+        #expect(configuration.debounceMilliseconds == 2_000)
+        #expect(configuration.requiredInterfaces.isEmpty && configuration.minimumOperationalState == .routable)
+        #expect(configuration.hookParallelism == Configuration().hookParallelism)
+        #expect(configuration.hookTimeoutMilliseconds == Configuration().hookTimeoutMilliseconds)
+        #expect(
+            ConfigurationLoader.parse("TimeoutSec=5", file: "a").warnings
+                == ["a:1: 'TimeoutSec=' must be inside a section: [Hooks]; the line is ignored"])
     }
 
     @Test("drop-ins are read in lexical order after the main file; later ones win; no file gives the defaults")
@@ -126,13 +151,16 @@ struct ConfigurationLoaderTests {
         #expect(configuration.hookParallelism == 3)
         try "[Hooks]\nParallelism=many\n".write(
             toFile: directory + "/netdevd.conf.d/30-bad.conf", atomically: true, encoding: .utf8)
+        // A value that does not parse leaves the earlier files' value in force.
         #expect(
             loader.load()
-                == .rejected([
-                    Diagnostic(
-                        file: directory + "/netdevd.conf.d/30-bad.conf", line: 2,
-                        message: "Parallelism='many' must be a number from 1 to 64")
-                ]))
+                == .loaded(
+                    Configuration(hookParallelism: 3),
+                    warnings: [
+                        Diagnostic(
+                            file: directory + "/netdevd.conf.d/30-bad.conf", line: 2,
+                            message: "Parallelism='many' must be a number from 1 to 64; the line is ignored")
+                    ]))
     }
 
     @Test("time spans in systemd's syntax")
@@ -179,21 +207,14 @@ struct ConfigurationLoaderTests {
         let bad =
             "[Hooks]\nTimeoutSec=999999999h\nDebounceSec=infinity\nDebounceSec=400d\n[Daemon]\nStopTimeoutSec=inf\n"
         #expect(
-            ConfigurationLoader.parse(bad, file: "n.conf")
-                == .rejected([
-                    Diagnostic(
-                        file: "n.conf", line: 2,
-                        message: "TimeoutSec='999999999h' is longer than 365 days; write infinity for no limit"),
-                    Diagnostic(
-                        file: "n.conf", line: 3,
-                        message:
-                            "DebounceSec= cannot be infinity: the hooks of a changed link would never run (0 runs them "
-                            + "at once)"),
-                    Diagnostic(file: "n.conf", line: 4, message: "DebounceSec='400d' is longer than 365 days"),
-                    Diagnostic(
-                        file: "n.conf", line: 6,
-                        message: "StopTimeoutSec='inf' is not a time span such as 30s, 500ms, 2min or infinity"),
-                ]))
+            ConfigurationLoader.parse(bad, file: "n.conf").warnings
+                == [
+                    "n.conf:2: TimeoutSec='999999999h' is longer than 365 days; write infinity for no limit",
+                    "n.conf:3: DebounceSec= cannot be infinity: the hooks of a changed link would never run (0 runs them "
+                        + "at once)",
+                    "n.conf:4: DebounceSec='400d' is longer than 365 days",
+                    "n.conf:6: StopTimeoutSec='inf' is not a time span such as 30s, 500ms, 2min or infinity",
+                ].map { $0 + "; the line is ignored" })
     }
 
     @Test("CRLF line endings, a lone CR and a UTF-8 byte order mark read as the same file; line numbers stay right")
@@ -209,10 +230,8 @@ struct ConfigurationLoaderTests {
         #expect(ConfigurationLoader.parse("\u{FEFF}" + lines.joined(separator: "\r\n")) == expected)
         #expect(ConfigurationLoader.parse(lines.joined(separator: "\r")) == expected)
         #expect(
-            ConfigurationLoader.parse("\u{FEFF}[Hooks]\r\n\r\nParallelism=99\r\n", file: "c.conf")
-                == .rejected([
-                    Diagnostic(file: "c.conf", line: 3, message: "Parallelism='99' must be a number from 1 to 64")
-                ]))
+            ConfigurationLoader.parse("\u{FEFF}[Hooks]\r\n\r\nParallelism=99\r\n", file: "c.conf").warnings
+                == ["c.conf:3: Parallelism='99' must be a number from 1 to 64; the line is ignored"])
     }
 
     @Test("a file or drop-in directory that exists but cannot be read is an error with the reason, never skipped")

@@ -99,6 +99,60 @@ struct ControlParameterTests {
     }
 }
 
+/// `Reload` answers with how the reload it asked for ended, as `netdevctl reload` and `systemctl reload` report it.
+@Suite("io.netdevd Reload")
+struct ControlReloadTests {
+    @Test(
+        "Reload is answered by the reload that read the files after it: its warnings, or ConfigurationRejected",
+        .enabled(if: getuid() == 0, "needs root: only root may call Reload"))
+    func reloadAnswers() throws {
+        let control = try ServedControl()
+        let requests = Protected(0)
+        let connection = control.service.view.connect { event in
+            if case .reloadRequested = event { requests.withLock { $0 += 1 } }
+        }
+        defer { connection.dispose() }
+        var model = Model()
+        model.phase = .running
+        model.isEnumerated = true
+        model.changeSequence = 1
+        connection.accept(model)
+        let path = control.path
+        for (number, outcome) in [
+            ReloadOutcome(
+                covers: 1, warnings: ["a.conf:2: unknown key 'X' in [Online]; the line is ignored"], errors: []),
+            ReloadOutcome(covers: 2, warnings: [], errors: ["b.conf:0: is not UTF-8 text"]),
+        ].enumerated() {
+            let answer = Protected<String?>(nil)
+            Thread.detachNewThread {
+                do throws(VarlinkClientError) {
+                    let reply = try VarlinkClient(path: path).call("io.netdevd.Reload")
+                    answer.withLock { $0 = "warnings \(reply["warnings"] ?? .null)" }
+                } catch .error(let name, let parameters) {
+                    answer.withLock { $0 = "\(name) \(parameters["errors"] ?? .null)" }
+                } catch {
+                    answer.withLock { $0 = "\(error)" }
+                }
+            }
+            #expect(waitUntil { requests.withLock { $0 } == number + 1 }, "the request never reached the loop")
+            // The reload before this request (it answered only earlier ones) leaves the call waiting.
+            model.reloadRequests = number + 1
+            model.lastReload = number == 0 ? nil : ReloadOutcome(covers: number, warnings: [], errors: [])
+            connection.accept(model)
+            #expect(control.service.waitingReloads == 1)
+            model.lastReload = outcome
+            connection.accept(model)
+            #expect(waitUntil { answer.withLock { $0 } != nil })
+            #expect(control.service.waitingReloads == 0)
+            let expected =
+                number == 0
+                ? "warnings [\"a.conf:2: unknown key 'X' in [Online]; the line is ignored\"]"
+                : "io.netdevd.ConfigurationRejected [\"b.conf:0: is not UTF-8 text\"]"
+            #expect(answer.withLock { $0 } == expected)
+        }
+    }
+}
+
 /// A connection that sends raw Varlink messages and reads replies one by one.
 final class RawVarlink {
     private let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -134,7 +134,7 @@ struct DaemonKernelTests {
         #expect(stopped.count == 1, "no 'netdevd stopped' entry in the journal")
     }
 
-    @Test("SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1; a broken drop-in is logged with file and line")
+    @Test("SIGHUP: RELOADING=1 with MONOTONIC_USEC, then READY=1; a misspelt key is a warning with file and line")
     func reload() throws {
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil)
@@ -147,11 +147,31 @@ struct DaemonKernelTests {
         daemon.signal(SIGHUP)
         #expect(daemon.notify.receive(until: "RELOADING=1") != nil)
         #expect(daemon.notify.receive(until: "READY=1") != nil)
-        let failures = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloadFailed.id) { !$0.isEmpty }
-        let failure = try #require(failures.last)
-        #expect(failure["NETDEVD_CONFIG_FILE"] as? String == broken)
-        #expect(failure["NETDEVD_CONFIG_LINE"] as? String == "2")
-        #expect((failure["MESSAGE"] as? String)?.contains("did you mean 'RequiredInterfaces'?") == true)
+        let warnings = try journal(of: daemon, "MESSAGE_ID", MessageKind.configurationWarning.id) { !$0.isEmpty }
+        let warning = try #require(warnings.last)
+        #expect(warning["NETDEVD_CONFIG_FILE"] as? String == broken)
+        #expect(warning["NETDEVD_CONFIG_LINE"] as? String == "2")
+        #expect((warning["MESSAGE"] as? String)?.contains("did you mean 'RequiredInterfaces'?") == true)
+        // The rest of the reload was taken: no failure.
+        let reloaded = try journal(of: daemon, "MESSAGE_ID", MessageKind.reloaded.id) { $0.count >= 2 }
+        #expect(reloaded.count == 2)
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
+    @Test("a misspelt key at start: netdevd runs (READY=1) and says it once, with file, line and the key meant")
+    func typoAtStart() throws {
+        let daemon = try RunningDaemon(configuration: "[Online]\nRequiredInterface=eth0\n")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let said = try journal(of: daemon, "SYSLOG_IDENTIFIER", "netdevd") { entries in
+            entries.contains { ($0["MESSAGE"] as? String)?.hasPrefix("netdevd started") == true }
+        }
+        let warnings = said.compactMap { $0["MESSAGE"] as? String }.filter { $0.contains("RequiredInterface") }
+        #expect(
+            warnings == [
+                "\(daemon.directory)/netdevd.conf:2: unknown key 'RequiredInterface' in [Online], did you mean "
+                    + "'RequiredInterfaces'?; the line is ignored"
+            ])
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
@@ -319,7 +339,12 @@ struct DaemonBadDayTests {
         let output = try journal(of: daemon, "SYSLOG_IDENTIFIER", "50-record") { !$0.isEmpty }
         let tail = try #require(output.first?["MESSAGE"] as? String)
         #expect(tail.hasSuffix("x\ndone"))
-        #expect(tail.utf8.count <= 4096)
+        // The last 4 KiB, after one line that says how much came before them.
+        let lines = tail.split(separator: "\n", maxSplits: 1)
+        #expect(
+            lines.first
+                == "[netdevd kept the last 4096 bytes of this output; the 49995909 bytes before them were dropped]")
+        #expect((lines.last?.utf8.count ?? 0) <= 4096)
         let after = try #require(peakMemoryKiB(daemon.process.processIdentifier))
         #expect(after - before < 10_000, "peak memory grew from \(before) KiB to \(after) KiB")
         daemon.signal(SIGTERM)

@@ -118,7 +118,7 @@ struct NetdevctlKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
-    @Test("wait-online returns when the link is ready, and on timeout names what is missing (exit 3)")
+    @Test("wait-online returns when the link is ready, and on timeout names what is missing (exit 75)")
     func waitOnline() throws {
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil)
@@ -137,7 +137,7 @@ struct NetdevctlKernelTests {
         #expect(Date().timeIntervalSince(started) < 8)
         let timedOut = try netdevctl(
             ["wait-online", "--interface", "wo1:routable", "--interface", "absent0", "--timeout", "500ms"] + socket)
-        #expect(timedOut.status == 3)
+        #expect(timedOut.status == 75)
         #expect(timedOut.errors.contains("absent0: no such link yet (needs routable)"))
         #expect(timedOut.errors.contains("wo1:") && timedOut.errors.contains("needs routable"))
         let any = try netdevctl(
@@ -201,7 +201,8 @@ struct NetdevctlKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
-    @Test("reload: root may, others get PermissionDenied; monitor follows changes; unreachable is exit 4, usage exit 2")
+    @Test(
+        "reload: root may, others get PermissionDenied; monitor follows changes; unreachable is exit 69, usage exit 2")
     func reloadMonitorAndErrors() throws {
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil)
@@ -233,7 +234,7 @@ struct NetdevctlKernelTests {
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $1 == $0 + 1 }, "sequences \(seen)")
 
         let unreachable = try netdevctl(["status", "--socket", "/run/netdevd-nowhere.sock"])
-        #expect(unreachable.status == 4)
+        #expect(unreachable.status == 69)
         #expect(unreachable.errors.contains("Is netdevd running?"))
         #expect(try netdevctl(["links", "--bogus"]).status == 2)
         daemon.signal(SIGTERM)
@@ -623,7 +624,7 @@ struct NetdevctlUsageTests {
         #expect(help.status == 0)
         #expect(help.output.contains("USAGE: netdevctl links"), "\(help.output)\(help.errors)")
         let early = try netdevctl(["--json=short", "links", "--socket", "/nonexistent/io.netdevd"])
-        #expect(early.status == 4)
+        #expect(early.status == 69)
         #expect(early.errors.contains("cannot connect to /nonexistent/io.netdevd"))
     }
 }

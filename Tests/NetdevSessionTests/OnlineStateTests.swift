@@ -27,6 +27,28 @@ struct OnlineStateTests {
         #expect(link.operationalState == expected)
     }
 
+    @Test("what the online state waits for is named: each requirement not met, or the links short of the minimum")
+    func missing() {
+        let eth0 = Link(state: Fixture.state(2, "eth0"), addresses: [Fixture.v6LinkLocal])
+        let wlan0 = Link(state: Fixture.state(3, "wlan0", up: false))
+        let required = Configuration(
+            requiredInterfaces: [
+                InterfaceRequirement(pattern: "eth0"), InterfaceRequirement(pattern: "wl*", minimumState: .carrier),
+                InterfaceRequirement(pattern: "usb0"),
+            ], requiredFamily: .ipv4)
+        #expect(
+            OnlineEvaluation.missing(of: [Fixture.loopback, eth0, wlan0], configuration: required) == [
+                "eth0: degraded, needs routable (ipv4)", "wlan0: off, needs carrier",
+                "usb0: no such link, needs routable (ipv4)",
+            ])
+        #expect(
+            OnlineEvaluation.missing(of: [Fixture.loopback, eth0, wlan0], configuration: Configuration()) == [
+                "no link reaches routable ([Online] MinimumOperationalState=): eth0 degraded, wlan0 off"
+            ])
+        let routable = Link(state: Fixture.state(2, "eth0"), addresses: [Fixture.v4])
+        #expect(OnlineEvaluation.missing(of: [routable], configuration: Configuration()).isEmpty)
+    }
+
     @Test("without requirements: online when any non-loopback, non-ignored link is routable")
     func defaults() {
         #expect(Fixture.running().onlineState == .offline)

@@ -55,6 +55,25 @@ struct ReloadAndStopTests {
         #expect(loaded.model?.phase == .reloading)
     }
 
+    @Test("each reload's outcome says which requests it answers: one made during a reload waits for the next")
+    func reloadOutcomes() {
+        var model = Fixture.running()
+        model = Session.update(model, .reloadRequested(by: "uid 0")).model!
+        #expect(model.reloadRequests == 1 && model.reloadCovers == 1)
+        // A second request while the files are being read: the reload in flight does not answer it.
+        model = Session.update(model, .reloadRequested(by: "uid 0")).model!
+        #expect(model.reloadRequests == 2 && model.reloadCovers == 1)
+        let warning = Diagnostic(file: "a.conf", line: 2, message: "unknown key 'X' in [Online]; the line is ignored")
+        let first = Session.update(model, .configurationLoaded(Configuration(), warnings: [warning]))
+        model = first.model!
+        #expect(model.lastReload == ReloadOutcome(covers: 1, warnings: [warning.description], errors: []))
+        #expect(first.effects.contains(.loadConfiguration), "the pending request's reload starts")
+        #expect(model.reloadCovers == 2)
+        let rejection = Diagnostic(file: "b.conf", line: 0, message: "is not UTF-8 text")
+        model = Session.update(model, .configurationRejected([rejection])).model!
+        #expect(model.lastReload == ReloadOutcome(covers: 2, warnings: [], errors: [rejection.description]))
+    }
+
     @Test("configuration warnings are logged with file and line; the configuration still applies")
     func warnings() {
         var model = Fixture.running()
