@@ -194,6 +194,13 @@ readme_block() {
         block { print }' "$README_MD"
 }
 readme_run() { C sh -c 'sudo() { "$@"; }; set -e; '"$(readme_block "$1")"; }
+# doc_blocks FILE: the ```sh blocks of a page, each as one line of shell separated by NUL (apt-get's left out: the
+# test installs and purges the package itself).
+doc_blocks() {
+    awk '/^```sh$/ { block = 1; text = ""; next }
+         block && /^```$/ { block = 0; if (text !~ /apt-get/) printf "%s%c", text, 0; next }
+         block { text = text $0 "\n" }' "$1"
+}
 
 # ---- a listing of / (for the purge comparison) ---------------------------------------------------------------
 # Type, mode, owner and path of everything, and a checksum of every regular file under /etc and of systemd's
@@ -714,16 +721,20 @@ C sh -c 'printf "\377\376\n" > /etc/netdevd/netdevd.conf.d/70-binary.conf'
 C netdevctl reload > "$WORK/k-reload-bad.txt" 2>&1; k_reload_bad=$?
 C systemctl reload netdevd.service > "$WORK/k-sysreload-bad.txt" 2>&1; k_sysreload_bad=$?
 k_state="$(C systemctl is-active netdevd.service) pid $(prop netdevd.service MainPID)"
+# The same file at a start: exit 78, no restart loop, the socket stays; fixed, a plain start works.
+C systemctl restart netdevd.service 2> /dev/null
+k_fatal="$(prop netdevd.service ExecMainStatus) $(prop netdevd.service NRestarts) $(C systemctl is-active netdevd.socket)"
 C rm -f /etc/netdevd/netdevd.conf.d/70-binary.conf
-C netdevctl reload > /dev/null 2>&1
+C systemctl start netdevd.service; k_fixed=$(C systemctl is-active netdevd.service)
 if [ $k_readme = 0 ] && grep -q 'no problems' "$WORK/k-readme.txt" && [ $k_check = 1 ] &&
     grep -q "did you mean 'RequiredInterfaces'" "$WORK/k-check.txt" && [ "$k_restart" = active ] && [ "$k_warnings" = 1 ] &&
     [ $k_reload_typo = 0 ] && grep -q "RequiredInterface" "$WORK/k-reload-typo.txt" && [ $k_reload_bad = 1 ] &&
-    grep -q "not UTF-8" "$WORK/k-reload-bad.txt" && [ $k_sysreload_bad != 0 ] && [ "$k_state" = "active pid $pid_mid" ]; then
-    pass "k. configuration: README's Configure commands ran ('$(grep -m1 'no problems' "$WORK/k-readme.txt")'); a misspelt key: --check-config exit 1 ('$(head -1 "$WORK/k-check.txt" | cut -c1-120)'), restart $k_restart with $k_warnings warning, netdevctl reload exit 0 printing it; a file not UTF-8: netdevctl reload exit 1 ('$(tail -1 "$WORK/k-reload-bad.txt" | tr -s ' ' | cut -c1-100)'), systemctl reload exit $k_sysreload_bad, netdevd still $k_state"
+    grep -q "not UTF-8" "$WORK/k-reload-bad.txt" && [ $k_sysreload_bad != 0 ] && [ "$k_state" = "active pid $pid_mid" ] &&
+    [ "$k_fatal" = "78 0 active" ] && [ "$k_fixed" = active ]; then
+    pass "k. configuration: README's Configure commands ran ('$(grep -m1 'no problems' "$WORK/k-readme.txt")'); a misspelt key: --check-config exit 1 ('$(head -1 "$WORK/k-check.txt" | cut -c1-120)'), restart $k_restart with $k_warnings warning, netdevctl reload exit 0 printing it; a file not UTF-8: netdevctl reload exit 1 ('$(tail -1 "$WORK/k-reload-bad.txt" | tr -s ' ' | cut -c1-100)'), systemctl reload exit $k_sysreload_bad, netdevd still $k_state; at a start: (status, restarts, socket) $k_fatal, fixed: $k_fixed without reset-failed"
 else
     for f in k-readme k-check k-reload-typo k-reload-bad k-sysreload-bad; do echo "  $f:"; indent < "$WORK/$f.txt"; done
-    fail "k. configuration: README exit $k_readme, check-config exit $k_check, restart '$k_restart' with $k_warnings warnings, reload of a typo exit $k_reload_typo, of a binary file exit $k_reload_bad, systemctl reload exit $k_sysreload_bad, then '$k_state' (was pid $pid_mid)"
+    fail "k. configuration: README exit $k_readme, check-config exit $k_check, restart '$k_restart' with $k_warnings warnings, reload of a typo exit $k_reload_typo, of a binary file exit $k_reload_bad, systemctl reload exit $k_sysreload_bad, then '$k_state' (was pid $pid_mid); at a start (status, restarts, socket) '$k_fatal', fixed '$k_fixed'"
 fi
 
 # ---- w. netdevd-wait-online.service holds network-online.target until netdevd says a veth is routable -----------------
@@ -766,6 +777,28 @@ grep -q " /etc/systemd/system/network-online.target.wants\$" "$WORK/before.txt" 
     C rmdir /etc/systemd/system/network-online.target.wants 2>/dev/null
 C systemctl daemon-reload
 nsenter -t "$L" -n ip link del e2ew0
+
+# ---- q. the first hour: docs/first-hour.md's commands, as a new operator types them, and what they print ------------
+FIRST_HOUR=$HERE/../../docs/first-hour.md
+q_n=0; q_failed=
+while IFS= read -r -d '' commands; do
+    q_n=$((q_n + 1))
+    C sh -c 'sudo() { "$@"; }; set -e; '"$commands" > "$WORK/q-$q_n.txt" 2>&1 || q_failed="$q_failed $q_n"
+done < <(doc_blocks "$FIRST_HOUR")
+q_all=$(cat "$WORK"/q-*.txt)
+if [ "$q_n" -ge 5 ] && [ -z "$q_failed" ] && grep -q '^demo0: added, off$' <<<"$q_all" &&
+    grep -q '^Online after .*: demo0 (needs carrier): demo0 carrier$' <<<"$q_all" &&
+    grep -q '^demo0 is now carrier (was [a-z-]*)$' <<<"$q_all" && grep -q '^enabled$' <<<"$q_all" &&
+    grep -q '^2 links listed.$' <<<"$q_all"; then
+    pass "q. first hour: $q_n blocks of docs/first-hour.md ran; '$(grep -m1 '^Online after' <<<"$q_all")'; the hook said '$(grep -m1 '^demo0 is now' <<<"$q_all")'"
+else
+    for f in "$WORK"/q-*.txt; do echo "  $(basename "$f"):"; indent < "$f"; done
+    fail "q. first hour: $q_n blocks, failed:${q_failed:- none}; an expected line is missing (see above)"
+fi
+C sh -c 'systemctl disable netdevd-wait-online.service; rm -f /etc/netdevd/hooks.d/50-log-state' > /dev/null 2>&1
+grep -q " /etc/systemd/system/network-online.target.wants\$" "$WORK/before.txt" ||
+    C rmdir /etc/systemd/system/network-online.target.wants 2>/dev/null
+nsenter -t "$L" -n ip link del demo0 2>/dev/null
 
 # ---- n. noise: no line an operator cannot act on, over every start above ------------------------------------------
 # Seen before: libdispatch's "Failed to set thread priority for worker thread ... errno=13" (the thread that serves

@@ -237,6 +237,22 @@ struct NetdevctlKernelTests {
         #expect(unreachable.status == 69)
         #expect(unreachable.errors.contains("Is netdevd running?"))
         #expect(try netdevctl(["links", "--bogus"]).status == 2)
+        // A first argument that is no command and no link, but close to a command: a mistyped command.
+        let typo = try netdevctl(["lnks"] + socket)
+        #expect(typo.status == 2 && typo.errors.contains("unknown command 'lnks'"), "\(typo.errors)")
+        #expect(typo.errors.contains("did you mean 'netdevctl links'?"))
+        // --json alone is --json=short; a name after it is the command's argument.
+        let json = try netdevctl(["links", "--json", "l*"] + socket)
+        #expect(json.status == 0 && json.output.hasPrefix("[{") && json.output.contains("\"name\":\"lo\""))
+        // Reload says what it ignored; a file it cannot read makes it exit 1 with the reason.
+        let dropIn = daemon.directory + "/netdevd.conf.d/50-typo.conf"
+        try "[Online]\nRequiredInterface=eth0\n".write(toFile: dropIn, atomically: true, encoding: .utf8)
+        let warned = try netdevctl(["reload"] + socket)
+        #expect(warned.status == 0 && warned.errors.contains("did you mean 'RequiredInterfaces'?"), "\(warned)")
+        try Data([0xFF, 0xFE]).write(to: URL(fileURLWithPath: dropIn))
+        let rejected = try netdevctl(["reload"] + socket)
+        #expect(rejected.status == 1 && rejected.errors.contains("is not UTF-8 text"), "\(rejected)")
+        try FileManager.default.removeItem(atPath: dropIn)
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
