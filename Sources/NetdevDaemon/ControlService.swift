@@ -33,6 +33,9 @@ public final class ControlService: Sendable {
     }
 
     private let state = Locked(State())
+    /// Reload calls sent to the loop: the number of the last. Held while a call is numbered and sent, so the loop
+    /// counts the calls in the order they are numbered (apart from `state`: sending may publish a model at once).
+    private let reloadsSent = Locked(0)
     /// Where changes are encoded and queued to monitors, in the order models were published.
     private let monitorQueue = DispatchQueue(label: "netdevd.monitors")
 
@@ -63,7 +66,15 @@ public final class ControlService: Sendable {
             withState { $0.dispatch = consumer }
             return Connection(
                 acceptClosure: { [weak self] model in self?.publish(model) },
-                disposeClosure: { [weak self] in self?.withState { $0.dispatch = nil } }
+                disposeClosure: { [weak self] in
+                    // The loop has stopped: no reload will end; those waiting are told so.
+                    let waiting = self?.withState { state in
+                        state.dispatch = nil
+                        defer { state.reloads = [] }
+                        return state.reloads.map(\.answer)
+                    }
+                    for answer in waiting ?? [] { answer(nil) }
+                }
             )
         }
     }
@@ -193,7 +204,9 @@ public final class ControlService: Sendable {
                     // it, as the queries do): from then on the view is connected until the loop stops. Answered when
                     // a reload that read the files after this request ends: with its warnings, or its errors.
                     withLatest { [self] model in
-                        guard let dispatch = withState({ $0.dispatch }) else {
+                        guard let dispatch = withState({ $0.dispatch }),
+                            model.phase != .stopping && model.phase != .stopped
+                        else {
                             replier.error("io.netdevd.NotRunning")
                             return
                         }
@@ -207,8 +220,12 @@ public final class ControlService: Sendable {
                                     ["errors": .array(outcome.errors.map { .string($0) })])
                             }
                         }
-                        withState { $0.reloads.append((model.reloadRequests + 1, answer)) }
-                        dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
+                        reloadsSent.withLock { sent in
+                            sent += 1
+                            let request = sent
+                            withState { $0.reloads.append((request, answer)) }
+                            dispatch(.reloadRequested(by: "netdevctl (pid \(peer.pid), uid \(peer.uid))"))
+                        }
                     }
                 },
             ]

@@ -112,7 +112,6 @@ extension Transition {
     // MARK: Reload
 
     mutating func requestReload(by requester: String) {
-        model.reloadRequests += 1
         switch model.phase {
         case .running where !model.reloadInFlight:
             beginReload(by: requester)
@@ -146,6 +145,9 @@ extension Transition {
         }
         log(5, .reloaded, "Configuration reloaded: \(statusLine)")
         endReload()
+        // A reload asked for meanwhile starts last: after this one's online change and re-read, which it would
+        // otherwise skip (its phase would be reloading, and its configuration compared with this one's).
+        defer { startPendingReload() }
         if model.phase == .running {
             announceOnlineChange(from: previousOnline)
         }
@@ -176,6 +178,7 @@ extension Transition {
             diagnostics.first.map(diagnosticFields) ?? []
         )
         endReload()
+        startPendingReload()
     }
 
     private mutating func endReload() {
@@ -183,7 +186,12 @@ extension Transition {
             model.phase = .running
         }
         effects.append(.notify([.ready, .status(statusLine)]))
-        if model.reloadPending && model.phase == .running {
+    }
+
+    /// Starts the reload asked for while another ran, once netdevd runs again (a re-read in progress starts it when
+    /// it ends).
+    private mutating func startPendingReload() {
+        if model.reloadPending && model.phase == .running && !model.reloadInFlight {
             model.reloadPending = false
             beginReload(by: "a request made during the previous reload")
         }

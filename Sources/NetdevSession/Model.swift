@@ -100,7 +100,8 @@ public struct Model: Codable, Sendable, Equatable {
     /// The first enumeration has finished: the links and devices are the kernel's. Queries are answered only from
     /// such a model (before it, they would list nothing).
     public var isEnumerated: Bool
-    /// Reload requests made so far (SIGHUP, `netdevctl reload`): the number a request gets is this after it.
+    /// `Reload` calls taken so far (``Event/reloadRequested(by:)``, in the order the control service sent them,
+    /// which numbers its callers the same way; a SIGHUP is not counted): the number a call gets is this after it.
     public var reloadRequests: Int
     /// The requests the reload in flight answers: those made before it read the files.
     public var reloadCovers: Int

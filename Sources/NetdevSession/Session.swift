@@ -50,6 +50,8 @@ public enum Session {
         case .signalReceived(.hangUp):
             context.requestReload(by: "SIGHUP")
         case .reloadRequested(let client):
+            // Numbered in the order the control service sent them (it numbers its callers the same way).
+            context.model.reloadRequests += 1
             context.requestReload(by: client)
         case .configurationLoaded(let configuration, let warnings):
             context.configurationLoaded(configuration, warnings: warnings)

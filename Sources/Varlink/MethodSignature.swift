@@ -36,11 +36,11 @@ public struct MethodSignature: Sendable, Equatable {
         // Each declaration starts a line: `method Name(parameters) -> (...)`.
         for declaration in text.split(separator: "\n").map({ trimmed($0) }).filter({ $0.hasPrefix("method ") }) {
             let rest = declaration.dropFirst("method ".count)
-            guard let open = rest.firstIndex(of: "("), let close = rest[open...].firstIndex(of: ")") else { continue }
+            guard let open = rest.firstIndex(of: "("), let close = matching(rest, from: open) else { continue }
             let name = trimmed(rest[..<open])
             var parameters: [(String, VarlinkType)] = []
             var readable = true
-            for field in rest[rest.index(after: open)..<close].split(separator: ",") where !trimmed(field).isEmpty {
+            for field in topLevel(rest[rest.index(after: open)..<close]) where !trimmed(field).isEmpty {
                 let parts = field.split(separator: ":", maxSplits: 1)
                 guard parts.count == 2, let type = VarlinkType(trimmed(parts[1])) else {
                     readable = false
@@ -69,7 +69,7 @@ public struct MethodSignature: Sendable, Equatable {
 /// `float`, `bool`, `object`, a named type or an enum (any object or string), `[]T`, `[string]T`, `?T`.
 public indirect enum VarlinkType: Sendable, Equatable {
     case string, int, float, bool, object
-    /// A named type (`Link`): an object.
+    /// A named type (`Link`): an object, or the string of a named enum's value.
     case named(String)
     /// An enum (`(a, b)`): one of its names.
     case enumeration([String])
@@ -113,6 +113,8 @@ public indirect enum VarlinkType: Sendable, Equatable {
         case (.optional(let inner), let value?): inner.accepts(value)
         case (_, nil), (_, .null?): false
         case (.string, .string?), (.bool, .bool?), (.float, .number?), (.object, .object?), (.named, .object?): true
+        // A named type may be an enum (`type Mode (a, b)`): its values are strings.
+        case (.named, .string?): true
         case (.int, .number(let number)?): number.rounded() == number && abs(number) <= 9_007_199_254_740_992
         case (.enumeration(let names), .string(let name)?): names.contains(name)
         case (.array(let element), .array(let values)?): values.allSatisfy { element.accepts($0) }
@@ -120,6 +122,38 @@ public indirect enum VarlinkType: Sendable, Equatable {
         default: false
         }
     }
+}
+
+/// The index of the `)` that closes the `(` at `open`, or `nil`.
+private func matching(_ text: Substring, from open: Substring.Index) -> Substring.Index? {
+    var depth = 0
+    for index in text[open...].indices {
+        if text[index] == "(" { depth += 1 }
+        if text[index] == ")" {
+            depth -= 1
+            if depth == 0 { return index }
+        }
+    }
+    return nil
+}
+
+/// `text` split at the commas outside parentheses (an inline enum's `(a, b)` stays one field).
+private func topLevel(_ text: Substring) -> [Substring] {
+    var fields: [Substring] = []
+    var depth = 0
+    var start = text.startIndex
+    for index in text.indices {
+        switch text[index] {
+        case "(": depth += 1
+        case ")": depth -= 1
+        case "," where depth == 0:
+            fields.append(text[start..<index])
+            start = text.index(after: index)
+        default: break
+        }
+    }
+    fields.append(text[start...])
+    return fields
 }
 
 /// `text` without the white space at either end.

@@ -74,6 +74,26 @@ struct ReloadAndStopTests {
         #expect(model.lastReload == ReloadOutcome(covers: 2, warnings: [], errors: [rejection.description]))
     }
 
+    @Test("a reload that changes Subsystems= re-reads the devices even when another reload waits behind it")
+    func pendingReloadAfterSubsystems() {
+        var model = Fixture.running()
+        model = Session.update(model, .reloadRequested(by: "uid 0")).model!
+        model = Session.update(model, .reloadRequested(by: "uid 0")).model!
+        #expect(model.reloadPending)
+        var configuration = Configuration()
+        configuration.trackedSubsystems = ["net"]
+        let loaded = Session.update(model, .configurationLoaded(configuration, warnings: []))
+        // The devices are re-read for the new subsystems first; the waiting reload starts once that is done.
+        #expect(loaded.effects.contains(.enumerate(generation: model.enumerationGeneration + 1, subsystems: ["net"])))
+        #expect(!loaded.effects.contains(.loadConfiguration))
+        model = loaded.model!
+        #expect(model.phase == .resyncing && model.reloadPending)
+        let resynced = Session.update(
+            model, .enumerated(generation: model.enumerationGeneration, snapshot: Snapshot(links: [], devices: [])))
+        #expect(resynced.effects.contains(.loadConfiguration))
+        #expect(resynced.model?.reloadCovers == 2)
+    }
+
     @Test("configuration warnings are logged with file and line; the configuration still applies")
     func warnings() {
         var model = Fixture.running()

@@ -25,3 +25,46 @@ struct ReplierTests {
         #expect(replier.isCancelled)
     }
 }
+
+@Suite("Method signatures read from an interface description")
+struct MethodSignatureTests {
+    @Test("declarations over several lines, comments, inline enums, maps and optionals are read as declared")
+    func parse() {
+        let signatures = MethodSignature.parse(
+            """
+            interface org.example.test
+            # A comment with a method Fake(x: int) -> () in it.
+            type Mode (one, two)
+            method Plain() -> ()
+            method Spread(
+              # a comment inside
+              name: string,
+              mode: (fast, slow),
+              named: Mode,
+              labels: ?[string]string,
+              counts: []int
+            ) -> (done: bool)
+            """)
+        #expect(Set(signatures.keys) == ["Plain", "Spread"])
+        let spread = signatures["Spread"]
+        #expect(spread?.parameters.map(\.name) == ["name", "mode", "named", "labels", "counts"])
+        let good: [String: JSONValue] = [
+            "name": .string("a"), "mode": .string("slow"), "named": .string("two"),
+            "labels": .object(["k": .string("v")]),
+            "counts": .array([.number(1), .number(2)]),
+        ]
+        #expect(spread?.invalidParameter(in: good) == nil)
+        var wrong = good
+        wrong["mode"] = .string("medium")
+        #expect(spread?.invalidParameter(in: wrong) == "mode")
+        wrong = good
+        wrong["counts"] = .array([.number(1.5)])
+        #expect(spread?.invalidParameter(in: wrong) == "counts")
+        wrong = good
+        wrong["labels"] = nil
+        #expect(spread?.invalidParameter(in: wrong) == nil, "an optional may be absent")
+        wrong["name"] = nil
+        #expect(spread?.invalidParameter(in: wrong) == "name", "a required one may not")
+        #expect(signatures["Plain"]?.invalidParameter(in: ["x": .null]) == "x")
+    }
+}
