@@ -29,18 +29,11 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-# The targets FuzzTarget declares (its cases' raw values), each of which must have a corpus folder, and every corpus
-# folder a target: a folder nobody fuzzes, or a target with no seeds, is a mistake to say, not to pass over.
-declared=($(awk '/^public enum FuzzTarget/ { inside = 1 } inside && /^}/ { inside = 0 }
-    inside && match($0, /^    case [a-zA-Z0-9_]+( = "[^"]+")?$/) {
-        name = $2; if (match($0, /"[^"]+"/)) name = substr($0, RSTART + 1, RLENGTH - 2); print name }' \
-    Fuzz/Checks/FuzzTarget.swift))
-[ ${#declared[@]} -gt 0 ] || { echo "Fuzz/run.sh: no target found in Fuzz/Checks/FuzzTarget.swift" >&2; exit 2; }
-for folder in Fuzz/Corpus/*/; do
-    name=$(basename "$folder")
-    [[ " ${declared[*]} " == *" $name "* ]] ||
-        { echo "Fuzz/run.sh: Fuzz/Corpus/$name matches no target of FuzzTarget (${declared[*]})" >&2; exit 2; }
-done
+# The targets are the corpus folders: the corpus test (Tests/FuzzCorpusTests, run by make test) checks that they
+# are exactly FuzzTarget's cases, and the fuzz binary refuses a name it does not know.
+declared=()
+for folder in Fuzz/Corpus/*/; do declared+=("$(basename "$folder")"); done
+[ ${#declared[@]} -gt 0 ] || { echo "Fuzz/run.sh: no target (no folder in Fuzz/Corpus)" >&2; exit 2; }
 [ ${#targets[@]} -gt 0 ] || targets=("${declared[@]}")
 for target in "${targets[@]}"; do
     [ -d "Fuzz/Corpus/$target" ] || { echo "Fuzz/run.sh: no target '$target' (no Fuzz/Corpus/$target)" >&2; exit 2; }

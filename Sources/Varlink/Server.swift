@@ -6,104 +6,6 @@ import Locking
 import Glibc
 #endif
 
-/// Who is at the other end of a connection (SO_PEERCRED).
-public struct VarlinkPeer: Sendable, Equatable, CustomStringConvertible {
-    /// The peer's process id.
-    public var pid: Int32
-    /// The peer's user id.
-    public var uid: UInt32
-    /// The peer's group id.
-    public var gid: UInt32
-
-    /// A peer with these credentials (the server reads them with `SO_PEERCRED`).
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    /// `pid 123 (uid 1000)`.
-    public var description: String { "pid \(pid) (uid \(uid))" }
-}
-
-/// One Varlink interface served: its name, its description in Varlink's interface definition language, and its
-/// methods by member name.
-public struct VarlinkInterface: Sendable {
-    /// `io.netdevd`.
-    public var name: String
-    /// The interface definition (`interface io.netdevd ...`).
-    public var description: String
-    /// The methods, by member name (`GetState`).
-    public var methods: [String: VarlinkMethod]
-    /// The methods' parameters, read from `description`: a call is checked against them before its method runs.
-    public let signatures: [String: MethodSignature]
-
-    /// An interface; its calls' parameters are checked against what `description` declares.
-    public init(name: String, description: String, methods: [String: VarlinkMethod]) {
-        self.name = name
-        self.description = description
-        self.methods = methods
-        self.signatures = MethodSignature.parse(description)
-    }
-}
-
-/// A method implementation: answer `call` through `replier` (now or later, once or, for `more`, many times).
-public typealias VarlinkMethod = @Sendable (VarlinkCall, VarlinkPeer, VarlinkReplier) -> Void
-
-/// The server's limits: what one local client, hostile or broken, can cost the daemon.
-///
-/// Memory per connection is bounded by ``maximumMessageBytes`` (input), ``maximumPendingCalls`` (calls read but
-/// not yet answered; past it the connection is not read until replies are taken, so a client that pipelines
-/// without reading blocks in its own `send`) and ``maximumPendingOutputBytes`` (replies not yet read). The number
-/// of connections is bounded per uid and overall, with root counted apart, so no other user can lock root's
-/// `netdevctl` out.
-public struct VarlinkLimits: Sendable {
-    /// The longest message accepted; a longer one closes the connection.
-    public var maximumMessageBytes = 1 << 20
-    /// Connections of users other than root accepted at once; more are refused. With the other limits, what they
-    /// can hold at worst is about 6.5 MiB each (a message being read, 1 MiB of calls waiting, 4 MiB of replies and
-    /// the one being added): some 420 MiB for 64.
-    public var maximumConnections = 64
-    /// Connections one uid other than root may have open at once; more are refused.
-    public var maximumConnectionsPerUser = 32
-    /// Connections root may have open at once, counted apart from everyone else's: whatever other users hold,
-    /// root has this many; more are refused.
-    public var maximumRootConnections = 512
-    /// Calls read from one connection and not yet answered; past this, or past ``maximumMessageBytes`` of them, the
-    /// connection is not read until they are.
-    public var maximumPendingCalls = 64
-    /// Replies waiting for a slow reader, in bytes; past this the call gets an error and the connection closes.
-    public var maximumPendingOutputBytes = 4 << 20
-    /// How long a connection may stay open with no call in progress, or with replies its client reads none of,
-    /// before it is closed, in milliseconds (checked every quarter of it); 0 keeps it open.
-    public var idleTimeoutMilliseconds = 60_000
-
-    /// The defaults: 1 MiB messages; 64 connections of non-root users, 32 per uid, and 512 of root's; 64 pending
-    /// calls (1 MiB of them at most) and 4 MiB of pending output per connection; 60 s idle or without reading.
-    public init() {}
-}
-
-/// Something a client did that cost it its connection or a call, or a fault of the server's own, for the log.
-public struct VarlinkNotice: Sendable, Equatable, CustomStringConvertible {
-    /// How much it matters.
-    public enum Severity: Sendable, Equatable {
-        /// The server cannot do its job (it cannot accept connections).
-        case error
-        /// A client was refused or cut off.
-        case warning
-        /// Housekeeping (an idle connection closed).
-        case info
-    }
-
-    /// How much it matters.
-    public var severity: Severity
-    /// What happened, in words, naming the peer when there is one.
-    public var message: String
-
-    /// `message`.
-    public var description: String { message }
-}
-
 /// A Varlink server on an AF_UNIX stream socket: NUL-terminated JSON calls and replies, `org.varlink.service`
 /// built in, per-connection peer credentials and limits. All connection state lives on the server's serial
 /// queue; method implementations may reply from any thread. A bad client (invalid JSON, an oversized message,
@@ -112,9 +14,11 @@ public struct VarlinkNotice: Sendable, Equatable, CustomStringConvertible {
 public final class VarlinkServer: Sendable {
     private let queue = DispatchQueue(label: "varlink.server")
     private let listener: Int32
-    private let interfaces: [String: VarlinkInterface]
+    /// Every interface served, `org.varlink.service` included, by name.
+    let interfaces: [String: VarlinkInterface]
     let limits: VarlinkLimits
-    private let info: [String: JSONValue]
+    /// `org.varlink.service.GetInfo`'s reply.
+    let info: [String: JSONValue]
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
     private let throttle = NoticeThrottle()
@@ -414,111 +318,6 @@ public final class VarlinkServer: Sendable {
         }
         return VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
     }
-
-    /// Answers one message as a connection from `peer` would have it answered, without a socket: `replies`
-    /// receives each reply message (NUL-terminated), in order, and none for a `oneway` call. The caller counts as
-    /// gone once the method has returned (a `Monitor` sends its first state only). Returns why the message is not a
-    /// call (a connection is closed for that), or `nil`. For fuzzing the whole path from bytes to replies, and for
-    /// in-process callers.
-    public func answer(
-        _ message: [UInt8], from peer: VarlinkPeer, replies: @escaping @Sendable ([UInt8]) -> Void
-    ) -> VarlinkCall.NotACall? {
-        let call: VarlinkCall
-        switch VarlinkCall.decode(message) {
-        case .success(let decoded): call = decoded
-        case .failure(let problem): return problem
-        }
-        let replier = VarlinkReplier(call: call) { replier, message, _ in
-            if !replier.call.oneway && !message.isEmpty { replies(message) }
-        }
-        dispatch(call, peer: peer, replier: replier)
-        replier.cancel()
-        return nil
-    }
-
-    /// Routes one call: on the server queue for a connection's call, on the caller's thread for
-    /// ``answer(_:from:replies:)`` (it reads only what never changes after init).
-    func dispatch(_ call: VarlinkCall, peer: VarlinkPeer, replier: VarlinkReplier) {
-        if call.interface == "org.varlink.service" {
-            if let signature = Self.serviceSignatures[call.member],
-                let invalid = signature.invalidParameter(in: call.parameters)
-            {
-                replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string(invalid)])
-                return
-            }
-            switch call.member {
-            case "GetInfo":
-                replier.reply(info)
-            case "GetInterfaceDescription":
-                guard let name = call.parameters["interface"]?.stringValue else {
-                    replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string("interface")])
-                    return
-                }
-                guard let interface = interfaces[name] else {
-                    replier.error(VarlinkStandardError.interfaceNotFound, ["interface": .string(name)])
-                    return
-                }
-                replier.reply(["description": .string(interface.description)])
-            default:
-                replier.error(VarlinkStandardError.methodNotFound, ["method": .string(call.method)])
-            }
-            return
-        }
-        guard let interface = interfaces[call.interface] else {
-            replier.error(VarlinkStandardError.interfaceNotFound, ["interface": .string(call.interface)])
-            return
-        }
-        guard let method = interface.methods[call.member] else {
-            replier.error(VarlinkStandardError.methodNotFound, ["method": .string(call.method)])
-            return
-        }
-        if let invalid = interface.signatures[call.member]?.invalidParameter(in: call.parameters) {
-            replier.error(VarlinkStandardError.invalidParameter, ["parameter": .string(invalid)])
-            return
-        }
-        method(call, peer, replier)
-    }
-
-    /// org.varlink.service's methods' parameters.
-    static let serviceSignatures = MethodSignature.parse(serviceDescription)
-
-    static let serviceDescription = """
-        # The Varlink Service Interface is provided by every varlink service. It
-        # describes the service and the interfaces it implements.
-        interface org.varlink.service
-
-        # Get a list of all the interfaces a service provides and information
-        # about the implementation.
-        method GetInfo() -> (
-          vendor: string,
-          product: string,
-          version: string,
-          url: string,
-          interfaces: []string
-        )
-
-        # Get the description of an interface that is implemented by this service.
-        method GetInterfaceDescription(interface: string) -> (description: string)
-
-        # The requested interface was not found.
-        error InterfaceNotFound (interface: string)
-
-        # The requested method was not found
-        error MethodNotFound (method: string)
-
-        # The interface defines the requested method, but the service does not
-        # implement it.
-        error MethodNotImplemented (method: string)
-
-        # One of the passed parameters is invalid.
-        error InvalidParameter (parameter: string)
-
-        # Client is denied access
-        error PermissionDenied ()
-
-        # Method is expected to be called with 'more' set to true, but wasn't
-        error ExpectedMore ()
-        """
 }
 
 /// A failed system call.
@@ -553,36 +352,5 @@ final class SourceBox: @unchecked Sendable {
 
     func resume() {
         source.resume()
-    }
-}
-
-/// Lets a kind of notice through at most once per interval and counts those held back, so that a client repeating
-/// an offence costs one log line per interval, not one per offence. (A count is said with the next notice of its
-/// kind let through; if none comes, it is not said.)
-public final class NoticeThrottle: Sendable {
-    private let last = Locked<[String: (said: UInt64, heldBack: Int)]>([:])
-    private let intervalNanoseconds: UInt64
-
-    /// A throttle letting one notice of each kind through every `intervalSeconds`.
-    public init(intervalSeconds: UInt64 = 10) {
-        intervalNanoseconds = intervalSeconds * 1_000_000_000
-    }
-
-    /// `nil` when a notice of `kind` now is held back; otherwise how many were held back since the last one.
-    public func admit(_ kind: String) -> Int? {
-        last.withLock { last -> Int? in
-            let now = Connection.monotonicNanoseconds()
-            if let previous = last[kind], now >= previous.said, now - previous.said < intervalNanoseconds {
-                last[kind]?.heldBack += 1
-                return nil
-            }
-            defer { last[kind] = (now, 0) }
-            return last[kind]?.heldBack ?? 0
-        }
-    }
-
-    /// " (and 3 more like it in the last 10 s)" for a count above 0, else nothing.
-    public static func suffix(_ heldBack: Int) -> String {
-        heldBack > 0 ? " (and \(heldBack) more like it in the last 10 s)" : ""
     }
 }
