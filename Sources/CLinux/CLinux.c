@@ -30,13 +30,21 @@
 #include <spawn.h>
 
 int netdevd_spawn(
-    const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd) {
+    const char *path, char *const argv[], char *const envp[], int input, int output,
+    const struct netdevd_credentials *credentials, pid_t *pid, int *pidfd) {
+    // posix_spawn cannot change the user; these builds run hooks as the caller's user only.
+    if (credentials != NULL) return ENOTSUP;
     // Above the standard three, so that opening /dev/null as 0 cannot replace it first.
     int moved = output > 2 ? output : fcntl(output, F_DUPFD_CLOEXEC, 3);
     if (moved < 0) return errno;
+    int movedInput = input < 0 || input > 2 ? input : fcntl(input, F_DUPFD_CLOEXEC, 3);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    if (movedInput >= 0) {
+        posix_spawn_file_actions_adddup2(&actions, movedInput, 0);
+    } else {
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
     posix_spawn_file_actions_adddup2(&actions, moved, 1);
     posix_spawn_file_actions_adddup2(&actions, moved, 2);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
@@ -58,6 +66,7 @@ int netdevd_spawn(
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (moved != output) close(moved);
+    if (movedInput != input) close(movedInput);
     return failure;
 }
 #else
@@ -66,7 +75,9 @@ struct spawn_request {
     const char *path;
     char *const *argv;
     char *const *envp;
+    int input;
     int output;
+    const struct netdevd_credentials *credentials;
     /// Set by the child when it cannot exec: the parent reads it once the child has exec-ed or exited.
     volatile int error;
 };
@@ -99,7 +110,7 @@ static int spawn_child(void *opaque) {
     // Its own process group, so that netdevd can signal whatever the hook leaves behind.
     if (setpgid(0, 0) != 0) goto failed;
     int output = above_standard(request->output);
-    int input = open("/dev/null", O_RDONLY);
+    int input = request->input >= 0 ? request->input : open("/dev/null", O_RDONLY);
     if (output < 0 || input < 0) goto failed;
     input = above_standard(input);
     if (input < 0 || dup2(input, 0) < 0 || dup2(output, 1) < 0 || dup2(output, 2) < 0) goto failed;
@@ -111,6 +122,14 @@ static int spawn_child(void *opaque) {
         if (last <= 0 || last > 65536) last = 65536;
         for (long descriptor = 3; descriptor < last; descriptor++) close((int)descriptor);
     }
+    // The user and groups the hook runs as. The system calls themselves: glibc's setuid() and its kin make every
+    // thread of the process change too, by signalling them through lists in the memory this child borrows.
+    const struct netdevd_credentials *credentials = request->credentials;
+    if (credentials != NULL) {
+        if (syscall(SYS_setgroups, credentials->group_count, credentials->groups) != 0) goto failed;
+        if (syscall(SYS_setresgid, credentials->gid, credentials->gid, credentials->gid) != 0) goto failed;
+        if (syscall(SYS_setresuid, credentials->uid, credentials->uid, credentials->uid) != 0) goto failed;
+    }
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
@@ -121,12 +140,13 @@ failed:
 }
 
 int netdevd_spawn(
-    const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd) {
+    const char *path, char *const argv[], char *const envp[], int input, int output,
+    const struct netdevd_credentials *credentials, pid_t *pid, int *pidfd) {
     // One child stack, reused: the parent is suspended until its child has exec-ed (CLONE_VFORK), so one at a time
     // is all it takes, and a spawn costs no mmap/munmap (an munmap in a threaded process shoots down every CPU's TLB).
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static char stack[64 * 1024] __attribute__((aligned(64)));
-    struct spawn_request request = {path, argv, envp, output, 0};
+    struct spawn_request request = {path, argv, envp, input, output, credentials, 0};
     int saved = errno;
     sigset_t all, previous;
     sigfillset(&all);

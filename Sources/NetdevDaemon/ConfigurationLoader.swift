@@ -27,6 +27,7 @@ import Glibc
 /// | `[Hooks]` | `TimeoutSec=` | a time span (`30s`, `2min`); how long one hook may run; 0 or `infinity`: no limit |
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
+/// | `[Hooks]` | `User=`, `Group=` | a user or group name or number hooks run as (the hook runner's own when unset) |
 /// | `[Daemon]` | `StopTimeoutSec=` | a time span or `infinity`; how long a stop waits for hooks after SIGTERM |
 /// | `[Metrics]` | `TextfileDirectory=` | an absolute directory for `netdevd.prom` (node_exporter); empty: none |
 ///
@@ -114,7 +115,7 @@ public struct ConfigurationLoader: Sendable {
     static let keys: [String: [String]] = [
         "Online": ["RequiredInterfaces", "IgnoredInterfaces", "MinimumOperationalState", "RequiredFamily"],
         "Devices": ["Subsystems"],
-        "Hooks": ["TimeoutSec", "DebounceSec", "Parallelism"],
+        "Hooks": ["TimeoutSec", "DebounceSec", "Parallelism", "User", "Group"],
         "Daemon": ["StopTimeoutSec"],
         "Metrics": ["TextfileDirectory"],
     ]
@@ -204,6 +205,17 @@ private struct Builder {
         }
     }
 
+    /// A name as useradd accepts it (letters, digits, `_`, `-`, `.`, not starting with `-`; at most 32 bytes), or
+    /// a number.
+    static func isUserOrGroupName(_ value: String) -> Bool {
+        let bytes = Array(value.utf8)
+        guard (1...32).contains(bytes.count), bytes[0] != UInt8(ascii: "-") else { return false }
+        return bytes.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+        }
+    }
+
     /// Applies one setting; returns what is wrong with the value, if anything.
     mutating func apply(section: String, key: String, value: String) -> String? {
         let words = value.split(separator: " ").map(String.init).filter { !$0.isEmpty }
@@ -255,6 +267,15 @@ private struct Builder {
                     + "at once)"
             case (_, .finite(let milliseconds)): configuration.stopTimeoutMilliseconds = milliseconds
             case (_, .infinity): configuration.stopTimeoutMilliseconds = nil
+            }
+        case "User", "Group":
+            guard value.isEmpty || Self.isUserOrGroupName(value) else {
+                return "\(key)='\(value)' is not a user or group name or number"
+            }
+            if key == "User" {
+                configuration.hookUser = value.isEmpty ? nil : value
+            } else {
+                configuration.hookGroup = value.isEmpty ? nil : value
             }
         case "Parallelism":
             guard let count = Int(value), (1...64).contains(count) else {

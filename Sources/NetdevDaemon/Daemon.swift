@@ -33,6 +33,8 @@ public struct DaemonOptions: Sendable {
     public var receiveBufferBytes = 128 * 1024 * 1024
     /// How long a hook has between SIGTERM and SIGKILL.
     public var hookKillGraceMilliseconds = 5_000
+    /// Where the hook runner is: the process that starts hooks (by default a child of netdevd's own).
+    public var hookRunner = HookRunnerEndpoint.inProcess
     /// Replies a control client may leave unread before it is cut off, in bytes.
     public var monitorBufferBytes = 4 << 20
 
@@ -178,7 +180,7 @@ public final class Daemon: Sendable {
         // change that ran the hook.
         let hooks = HookRunner(
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
-            target: loopQueue, log: { entry in journalQueue.append(entry) })
+            target: loopQueue, runner: options.hookRunner, log: { entry in journalQueue.append(entry) })
         let timers = Timers(queue: signalQueue)
         // Metrics: counted as the loop goes (an increment per event, an entry per link change), rendered only for
         // `[Metrics] TextfileDirectory=` and `netdevctl metrics`.

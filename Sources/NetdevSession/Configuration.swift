@@ -23,6 +23,11 @@ public struct Configuration: Codable, Sendable, Equatable {
     public var stopTimeoutMilliseconds: Int?
     /// The directory netdevd writes `netdevd.prom` to for node_exporter's textfile collector; `nil` writes none.
     public var metricsTextfileDirectory: String?
+    /// The user hooks run as (a name or a number; the hook runner resolves it); `nil`: the runner's own (root
+    /// under systemd).
+    public var hookUser: String?
+    /// The group hooks run as; `nil`: the user's primary group.
+    public var hookGroup: String?
 
     /// The defaults: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
     /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s; no metrics file.

@@ -277,6 +277,7 @@ extension Transition {
         case .killed(let signal): "killed by signal \(signal)"
         case .timedOut: "timed out"
         case .notStarted(let reason): "not started (\(reason))"
+        case .lost(let reason): "lost (\(reason))"
         }
     }
 }

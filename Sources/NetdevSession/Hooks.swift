@@ -225,6 +225,8 @@ public enum HookExitStatus: Codable, Sendable, Equatable {
     case timedOut
     /// It could not be started (the reason).
     case notStarted(String)
+    /// It was started, and how it ended is unknown: the hook runner went away while it ran (the reason).
+    case lost(String)
 }
 
 /// The hook queue: per subject at most one run running and one waiting (which carries the newest state; see

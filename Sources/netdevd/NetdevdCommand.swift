@@ -47,6 +47,19 @@ struct NetdevdCommand {
             .option(
                 "hooks-dir", value: "directory", help: "A hook directory, highest priority first (repeatable).",
                 repeating: true, default: "/etc/netdevd/hooks.d and /usr/lib/netdevd/hooks.d"),
+            .option(
+                "hook-runner", value: "socket",
+                help:
+                    "The hook runner's socket (netdevd-hooks.socket); without it netdevd starts a runner of its own "
+                    + "as its child.",
+                default: "a runner of its own"),
+            .flag(
+                "serve-hooks",
+                help:
+                    "Be the hook runner: start the hooks netdevd asks for, on standard input or a socket from systemd.",
+                hidden: true),
+            .option(
+                "peer-unit", value: "unit", help: "With --serve-hooks: the unit a peer must run in.", hidden: true),
             .option("receive-buffer", value: "bytes", help: "The monitors' receive buffer in bytes.", hidden: true),
             .option(
                 "hook-kill-grace", value: "milliseconds", help: "Milliseconds between a hook's SIGTERM and SIGKILL.",
@@ -78,6 +91,9 @@ struct NetdevdCommand {
     var monitorBuffer = 4 << 20
     var printCatalog = false
     var checkConfig = false
+    var hookRunner: String?
+    var serveHooks = false
+    var peerUnit: String?
 
     /// Parses the command line and runs; exits 0 (stopped, help, version), 1 (could not start), 64 (usage) or 78
     /// (a configuration that cannot be read at all: `RestartPreventExitStatus=` in the unit, so no restart loop).
@@ -130,6 +146,9 @@ struct NetdevdCommand {
         monitorBuffer = try number("monitor-buffer", monitorBuffer)
         printCatalog = parsed.flag("print-catalog")
         checkConfig = parsed.flag("check-config")
+        hookRunner = parsed.value("hook-runner")
+        serveHooks = parsed.flag("serve-hooks")
+        peerUnit = parsed.value("peer-unit")
         if let file = parsed.argument("file") {
             guard checkConfig else {
                 throw UsageError(
@@ -150,6 +169,14 @@ struct NetdevdCommand {
         if checkConfig {
             return checkConfiguration()
         }
+        if serveHooks {
+            var options = HookRunnerOptions()
+            options.hookDirectories = hooksDirectories
+            options.configurationFile = config
+            options.peerUnit = peerUnit
+            options.logTarget = logTarget
+            return HookRunnerProgram(options: options).run()
+        }
         var options = DaemonOptions()
         options.configurationFile = config
         options.socketPath = socket
@@ -161,11 +188,36 @@ struct NetdevdCommand {
         options.receiveBufferBytes = receiveBuffer
         options.hookKillGraceMilliseconds = hookKillGrace
         options.monitorBufferBytes = monitorBuffer
+        if let hookRunner {
+            options.hookRunner = .socket(hookRunner)
+        } else {
+            options.hookRunner = .child(executable: Self.executablePath(), arguments: runnerArguments())
+        }
         return Daemon(options: options).run()
     }
 }
 
 extension NetdevdCommand {
+    /// This program's file, for starting the hook runner from it.
+    static func executablePath() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return CommandLine.arguments.first ?? "netdevd" }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The command line of a hook runner of netdevd's own: the same directories, configuration and log target.
+    func runnerArguments() -> [String] {
+        var arguments = ["--serve-hooks", "--config", config]
+        for directory in hooksDirectories { arguments += ["--hooks-dir", directory] }
+        switch logTarget {
+        case .journal: arguments += ["--log-target", "journal"]
+        case .readableStandardError, .prefixedStandardError: arguments += ["--log-target", "console"]
+        case nil: break
+        }
+        return arguments
+    }
+
     /// `--check-config [FILE]`, as `sshd -t` or `systemd-analyze verify`: every problem on standard output, one per
     /// line with its file and line; exit 0 without any, 1 with warnings or errors.
     func checkConfiguration() -> Int32 {

@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 #include <sys/pidfd.h>
 #include <sys/timerfd.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include <sys/socket.h>
@@ -34,11 +35,23 @@ extern int accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen, int fl
 // Names a thread (at most 15 bytes) as `top -H` and /proc/PID/task/TID/comm show it.
 extern int pthread_setname_np(pthread_t thread, const char *name);
 
-/// Starts `path` with `argv` and `envp` as a hook: in a process group of its own, standard input from /dev/null,
-/// standard output and error to `output`, no other descriptor, no signal blocked, and SIGTERM, SIGINT, SIGHUP,
-/// SIGPIPE and every signal netdevd catches at their defaults. Sets `*pid`, and `*pidfd` to a close-on-exec pidfd
-/// of the child (-1 where the kernel makes none). Returns 0 or the errno of what failed (the exec's included: no
-/// process is left then). Like posix_spawn it uses vfork semantics (the calling thread waits for the exec), but
-/// with a stack it reuses and the pidfd made by clone itself. (ThreadSanitizer builds use posix_spawn: its clone
-/// interceptor cannot follow a child that shares memory.)
-int netdevd_spawn(const char *path, char *const argv[], char *const envp[], int output, pid_t *pid, int *pidfd);
+/// The user and groups a process is started as.
+struct netdevd_credentials {
+    uid_t uid;
+    gid_t gid;
+    size_t group_count;
+    const gid_t *groups;
+};
+
+/// Starts `path` with `argv` and `envp` as a hook: in a process group of its own, standard input from `input`
+/// (/dev/null when it is -1), standard output and error to `output`, no other descriptor, no signal blocked, and
+/// SIGTERM, SIGINT, SIGHUP, SIGPIPE and every signal netdevd catches at their defaults; as `credentials`' user and
+/// groups when it is not NULL (which needs CAP_SETUID and CAP_SETGID). Sets `*pid`, and `*pidfd` to a
+/// close-on-exec pidfd of the child (-1 where the kernel makes none). Returns 0 or the errno of what failed (the
+/// exec's included: no process is left then). Like posix_spawn it uses vfork semantics (the calling thread waits
+/// for the exec), but with a stack it reuses and the pidfd made by clone itself. (ThreadSanitizer builds use
+/// posix_spawn: its clone interceptor cannot follow a child that shares memory; they return ENOTSUP for
+/// credentials.)
+int netdevd_spawn(
+    const char *path, char *const argv[], char *const envp[], int input, int output,
+    const struct netdevd_credentials *credentials, pid_t *pid, int *pidfd);

@@ -53,12 +53,14 @@ final class HookProcess: @unchecked Sendable {
         self.started = PollerTimer.now()
     }
 
-    /// Starts `hook` with `arguments` and `environment` in a process group of its own, standard input from
-    /// /dev/null and standard output and error into a pipe. On queue only. Returns the reason when it cannot.
+    /// Starts `hook` with `arguments` and `environment` in a process group of its own, as `credentials`' user
+    /// (the runner's own when `nil`), standard input from /dev/null and standard output and error into a pipe. On
+    /// queue only. Returns the reason when it cannot.
     static func spawn(
         _ hook: HookFile,
         arguments: [String],
         environment: [String],
+        credentials: HookCredentials? = nil,
         tailBytes: Int,
         queue: DispatchQueue
     ) -> Result<HookProcess, SpawnFailure> {
@@ -70,7 +72,15 @@ final class HookProcess: @unchecked Sendable {
         var exitDescriptor: Int32 = -1
         let spawned = CStrings.with(arguments) { argv in
             CStrings.with(environment) { envp in
-                netdevd_spawn(hook.path, argv, envp, ends[1], &pid, &exitDescriptor)
+                guard let credentials else {
+                    return netdevd_spawn(hook.path, argv, envp, -1, ends[1], nil, &pid, &exitDescriptor)
+                }
+                return credentials.groups.withUnsafeBufferPointer { groups in
+                    var identity = netdevd_credentials(
+                        uid: credentials.uid, gid: credentials.gid, group_count: groups.count,
+                        groups: groups.baseAddress)
+                    return netdevd_spawn(hook.path, argv, envp, -1, ends[1], &identity, &pid, &exitDescriptor)
+                }
             }
         }
         close(ends[1])

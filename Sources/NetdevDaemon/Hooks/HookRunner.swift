@@ -19,15 +19,17 @@ public struct HookFile: Sendable, Equatable {
 }
 
 /// Runs hook executables: found in `/etc/netdevd/hooks.d` and `/usr/lib/netdevd/hooks.d` (a same-named file in
-/// `/etc` overrides, and one that is a symlink to `/dev/null` masks), in lexical order, with posix_spawn and no
-/// shell, a clean documented environment, and the event name and subject as arguments.
+/// `/etc` overrides, and one that is a symlink to `/dev/null` masks), in lexical order, no shell, a clean documented
+/// environment, and the event name and subject as arguments.
 ///
-/// Each hook's standard output and error go into a pipe of which only the last ``outputTailBytes`` are kept (a
-/// hook that prints gigabytes costs no memory) and are written to the journal under the hook's name. A hook that
-/// runs past its timeout gets SIGTERM, then SIGKILL after ``killGrace``; its process group goes with it. What a
-/// hook leaves running in its process group when it exits is stopped the same way, and ``killAll()`` kills
-/// every hook's group as netdevd exits. Only
-/// files owned by root and not writable by group or others run; the others are refused with the reason.
+/// netdevd does not start them itself: its hook runner does (``HookRunnerEndpoint``), a separate process without
+/// netdevd's sandbox, which checks every hook again before it starts it (``HookRunnerService``). Each hook's
+/// standard output and error go into a pipe of which only the last ``outputTailBytes`` are kept (a hook that prints
+/// gigabytes costs no memory) and are written to the journal under the hook's name. A hook that runs past its
+/// timeout gets SIGTERM, then SIGKILL after ``killGrace``; its process group goes with it. What a hook leaves
+/// running in its process group when it exits is stopped the same way, and ``killAll()`` kills every hook's group
+/// as netdevd exits. Only files owned by root and not writable by group or others run; the others are refused with
+/// the reason.
 public final class HookRunner: Sendable {
     /// The reason of a hook that was not started because its run was cancelled (not a failure).
     static let cancelledReason = "cancelled"
@@ -41,12 +43,11 @@ public final class HookRunner: Sendable {
     private let log: @Sendable (JournalEntry) -> Void
     /// The runs in progress, by id (for ``cancel(_:)``).
     private let executions = Locked<[Int: RunExecution]>([:])
-    /// Where discovery, spawning and supervision happen: a serial queue no hook ever blocks (netdevd targets it at
-    /// the loop's queue, so a run starts and ends without a thread hop; `posix_spawn` returns once the child has
-    /// exec'd, and no hook is waited for).
+    /// Where discovery and the runner's requests and replies are handled: a serial queue no hook ever blocks
+    /// (netdevd targets it at the loop's queue, so a run starts and ends without a thread hop).
     fileprivate let queue: DispatchQueue
-    /// The running hooks' pipes and pidfds (`nil` if the kernel gave no epoll descriptor: hooks are then refused).
-    fileprivate let watcher: HookWatcher?
+    /// The hook runner, reached from `queue`.
+    fileprivate let connection: HookRunnerConnection
     /// The queue `queue` targets, if any (``killAll()`` does not wait for it from its own thread).
     private let target: DispatchQueue?
 
@@ -55,9 +56,11 @@ public final class HookRunner: Sendable {
         directories: [String] = ["/etc/netdevd/hooks.d", "/usr/lib/netdevd/hooks.d"],
         killGrace: DispatchTimeInterval = .seconds(5),
         target: DispatchQueue? = nil,
+        runner: HookRunnerEndpoint = .inProcess,
         log: @escaping @Sendable (JournalEntry) -> Void
     ) {
-        self.queue = DispatchQueue(label: "netdevd.hooks", target: target)
+        let queue = DispatchQueue(label: "netdevd.hooks", target: target)
+        self.queue = queue
         self.target = target
         self.discovery = HookDiscovery(directories: directories) { directory, problem in
             log(
@@ -67,7 +70,7 @@ public final class HookRunner: Sendable {
         }
         self.killGrace = killGrace
         self.log = log
-        self.watcher = HookWatcher(queue: queue)
+        self.connection = HookRunnerConnection(endpoint: runner, directories: directories, queue: queue, log: log)
     }
 
     /// The hooks that would run now, in lexical order, with refusals explained.
@@ -108,15 +111,16 @@ public final class HookRunner: Sendable {
         }
     }
 
-    /// SIGKILL to every hook process group still running, or left behind by a hook within its grace: netdevd is
-    /// exiting, and nothing of a hook outlives it. Waits for the runner's queue; called on the main thread while
-    /// the runner's queue targets the main queue (netdevd's stop), it runs at once: no work of that queue can run
-    /// meanwhile, and waiting for the main queue from the main thread would never end.
+    /// SIGKILL to every hook process group still running, or left behind by a hook within its grace, through the
+    /// hook runner (waiting a few seconds at most for it to confirm): netdevd is exiting, and nothing of a hook
+    /// outlives it. Waits for the runner's queue; called on the main thread while the runner's queue targets the
+    /// main queue (netdevd's stop), it runs at once: no work of that queue can run meanwhile, and waiting for the
+    /// main queue from the main thread would never end.
     public func killAll() {
         if let target, MainQueue.isMain(target), MainQueue.isCurrent {
-            watcher?.killAll()
+            connection.stopAll()
         } else {
-            queue.sync { watcher?.killAll() }
+            queue.sync { connection.stopAll() }
         }
     }
 
@@ -132,6 +136,17 @@ public final class HookRunner: Sendable {
         entry.append(.normalizing("NETDEVD_HOOK_RUN"), String(run.id))
         entry.append(.normalizing("NETDEVD_HOOK_EVENT"), run.event.rawValue)
         log(entry)
+    }
+
+    fileprivate var killGraceMilliseconds: Int {
+        switch killGrace {
+        case .seconds(let value): value.multipliedReportingOverflow(by: 1000).overflow ? .max : value * 1000
+        case .milliseconds(let value): value
+        case .microseconds(let value): value / 1000
+        case .nanoseconds(let value): value / 1_000_000
+        case .never: HookRunnerLimits.maximumKillGraceMilliseconds
+        @unknown default: 5_000
+        }
     }
 
     private var killGraceDescription: String {
@@ -152,10 +167,9 @@ public final class HookRunner: Sendable {
         log(entry)
     }
 
-    /// The clean environment: a fixed PATH, the run's `NETDEVD_*` values and `NETDEVD_JSON`.
+    /// The run's `NETDEVD_*` values and `NETDEVD_JSON` (the runner puts a fixed `PATH` and `LANG` before them).
     static func environment(for run: HookRun) -> [String] {
-        var values = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
-        values += run.environment.map { "\($0.name)=\($0.value)" }
+        var values = run.environment.map { "\($0.name)=\($0.value)" }
         if let link = run.link {
             values.append("NETDEVD_JSON=" + HookJSON.describe(link))
         } else if let device = run.device {
@@ -178,7 +192,11 @@ private final class RunExecution: @unchecked Sendable {
     var outcomes: [HookOutcome] = []
     var next = 0
     var cancelled = false
-    var current: HookProcess?
+    /// The launch running now, by the runner's id.
+    var current: Int?
+    /// The current hook was handed to the runner: its end advances the run (a hook that could not be handed over
+    /// reports within the launch, and the loop in ``advance()`` goes on).
+    var launched = false
 
     init(
         run: HookRun, hooks: [HookFile], environment: [String], timeoutMilliseconds: Int, runner: HookRunner,
@@ -207,39 +225,27 @@ private final class RunExecution: @unchecked Sendable {
                 outcomes.append(HookOutcome(name: hook.name, status: .notStarted(refusal), durationMilliseconds: 0))
                 continue
             }
-            guard let watcher = runner.watcher else {
-                outcomes.append(
-                    HookOutcome(
-                        name: hook.name,
-                        status: .notStarted("no epoll descriptor, timerfd or poller thread to watch it with"),
-                        durationMilliseconds: 0))
-                continue
+            // A hook that cannot be handed over reports within the launch, and this loop goes on; one that was
+            // handed over advances the run when it ends.
+            launched = false
+            current = runner.connection.launch(
+                hook, arguments: [run.event.rawValue, run.subjectName], environment: environment,
+                timeoutMilliseconds: timeoutMilliseconds, killGraceMilliseconds: runner.killGraceMilliseconds
+            ) { [self] outcome, leftProcesses in
+                current = nil
+                runner.logOutput(of: outcome, in: run)
+                if leftProcesses { runner.logLeftovers(of: outcome, in: run) }
+                outcomes.append(outcome)
+                if launched { advance() }
             }
-            let spawned = HookProcess.spawn(
-                hook, arguments: [hook.path, run.event.rawValue, run.subjectName], environment: environment,
-                tailBytes: runner.outputTailBytes, queue: runner.queue)
-            switch spawned {
-            case .failure(let failure):
-                outcomes.append(
-                    HookOutcome(name: hook.name, status: .notStarted(failure.reason), durationMilliseconds: 0))
-            case .success(let process):
-                current = process
-                process.supervise(by: watcher, timeoutMilliseconds: timeoutMilliseconds, killGrace: runner.killGrace) {
-                    [self] outcome, leftProcesses in
-                    current = nil
-                    runner.logOutput(of: outcome, in: run)
-                    if leftProcesses { runner.logLeftovers(of: outcome, in: run) }
-                    outcomes.append(outcome)
-                    advance()
-                }
-                return
-            }
+            launched = current != nil
+            if launched { return }
         }
         finished(HookRunResult(runID: run.id, hooks: outcomes))
     }
 
     func cancel() {
         cancelled = true
-        current?.terminate(killGrace: runner.killGrace)
+        if let current { runner.connection.terminate(current) }
     }
 }

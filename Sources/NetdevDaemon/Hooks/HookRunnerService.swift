@@ -1,0 +1,187 @@
+import Dispatch
+import NetdevSession
+import Systemd
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The hook runner's side of its connection with netdevd: starts the hooks netdevd asks for and reports each one's
+/// start and end (with the tail of its output), and does nothing else.
+///
+/// Every request is checked as if it came from anyone: its sizes and names (``HookLaunch/problem(allowedNames:)``),
+/// and the hook itself, which must be one the runner finds in its own directories and may run under the same
+/// ownership rules as everywhere (``HookDiscovery``). A request that fails is answered as a hook that did not start,
+/// and said in the journal. The user hooks run as comes from the runner's configuration, never from a request.
+///
+/// When netdevd's end closes (netdevd exited or died), every running hook gets SIGTERM, then SIGKILL after its
+/// grace, and ``ended`` is called once none is left.
+///
+/// `@unchecked Sendable`: every property is read and written only on `queue`.
+final class HookRunnerService: @unchecked Sendable {
+    private let socket: HookSocket
+    private let queue: DispatchQueue
+    private let discovery: HookDiscovery
+    private let credentials: Result<HookCredentials?, HookCredentialsProblem>
+    private let log: @Sendable (JournalEntry) -> Void
+    private let ended: @Sendable () -> Void
+    private let watcher: HookWatcher?
+    private let tailBytes: Int
+    /// The hooks running, by launch id, with their kill grace.
+    private var running: [Int: (process: HookProcess, grace: DispatchTimeInterval)] = [:]
+    private var token: UInt64?
+    /// netdevd's end is closed: no request is read any more, and the service ends with its last hook.
+    private var closing = false
+    private var finished = false
+
+    /// The environment every hook gets before netdevd's variables.
+    static let baseEnvironment = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
+
+    init(
+        socket: HookSocket, directories: [String], credentials: Result<HookCredentials?, HookCredentialsProblem>,
+        tailBytes: Int = 4096, queue: DispatchQueue, log: @escaping @Sendable (JournalEntry) -> Void,
+        ended: @escaping @Sendable () -> Void
+    ) {
+        self.socket = socket
+        self.queue = queue
+        self.credentials = credentials
+        self.log = log
+        self.ended = ended
+        self.tailBytes = tailBytes
+        self.discovery = HookDiscovery(directories: directories) { directory, problem in
+            log(
+                JournalEntry(
+                    message: "Hook directory \(directory) \(problem): its hooks do not run until it can be read",
+                    priority: .error))
+        }
+        self.watcher = HookWatcher(queue: queue)
+        // A netdevd that stops reading must not hold the runner: a reply waits at most this long, then the
+        // connection is given up as if netdevd had gone.
+        socket.limitSendTime(seconds: 10)
+    }
+
+    /// Starts reading requests; `false` when the descriptor cannot be watched.
+    func start() -> Bool {
+        token = Poller.shared?.register(socket.descriptor, queue: queue) { [weak self] in self?.readable() }
+        return token != nil && watcher != nil
+    }
+
+    private func readable() {
+        for _ in 0..<64 where !closing {
+            switch socket.receive() {
+            case .message(let bytes): handle(bytes)
+            case .oversized(let count):
+                refuse(nil, "a message of \(count) bytes (at most \(HookRunnerLimits.maximumMessageBytes))")
+            case .none: return
+            case .closed: close()
+            }
+        }
+    }
+
+    private func handle(_ bytes: [UInt8]) {
+        guard let request = HookRunnerCoding.decode(HookRunnerRequest.self, bytes) else {
+            refuse(nil, "a message that is not a request")
+            return
+        }
+        switch request {
+        case .start(let launch): start(launch)
+        case .terminate(let id): running[id].map { $0.process.terminate(killGrace: $0.grace) }
+        case .stopAll:
+            watcher?.killAll()
+            reply(.stoppedAll)
+        }
+    }
+
+    private func start(_ launch: HookLaunch) {
+        if let problem = launch.problem(allowedNames: HookRunnerLimits.isHookVariable) {
+            return refuse(launch, problem)
+        }
+        guard running[launch.id] == nil else { return refuse(launch, "launch id \(launch.id), which is running") }
+        guard running.count < HookRunnerLimits.maximumRunning else {
+            return refuse(launch, "more than \(HookRunnerLimits.maximumRunning) hooks at once")
+        }
+        guard let hook = discovery.hooks().first(where: { $0.path == launch.path }) else {
+            return refuse(
+                launch, "\(launch.path), which is not a hook in \(discovery.directories.joined(separator: ", "))")
+        }
+        if let refusal = hook.refusal { return notStarted(launch, hook.name, refusal) }
+        let identity: HookCredentials?
+        switch credentials {
+        case .success(let resolved): identity = resolved
+        case .failure(let problem): return notStarted(launch, hook.name, problem.reason)
+        }
+        guard let watcher else {
+            return notStarted(launch, hook.name, "no epoll descriptor, timerfd or poller thread to watch it with")
+        }
+        let spawned = HookProcess.spawn(
+            hook, arguments: [hook.path] + launch.arguments, environment: Self.baseEnvironment + launch.environment,
+            credentials: identity, tailBytes: tailBytes, queue: queue)
+        switch spawned {
+        case .failure(let failure): notStarted(launch, hook.name, failure.reason)
+        case .success(let process):
+            let grace = DispatchTimeInterval.milliseconds(launch.killGraceMilliseconds)
+            running[launch.id] = (process, grace)
+            reply(.started(id: launch.id, pid: process.pid))
+            process.supervise(by: watcher, timeoutMilliseconds: launch.timeoutMilliseconds, killGrace: grace) {
+                [self] outcome, leftProcesses in
+                running[launch.id] = nil
+                reply(.ended(id: launch.id, outcome: outcome, leftProcesses: leftProcesses))
+                if closing { finishIfIdle() }
+            }
+        }
+    }
+
+    private func notStarted(_ launch: HookLaunch, _ name: String, _ reason: String) {
+        let outcome = HookOutcome(name: name, status: .notStarted(reason), durationMilliseconds: 0)
+        reply(.ended(id: launch.id, outcome: outcome, leftProcesses: false))
+    }
+
+    /// A request the runner will not carry out: said in the journal, and answered as a hook not started.
+    private func refuse(_ launch: HookLaunch?, _ problem: String) {
+        var entry = JournalEntry(message: "Refused a request from netdevd: \(problem)", priority: .warning)
+        if let launch { entry.append(.normalizing("NETDEVD_HOOK_PATH"), launch.path) }
+        log(entry)
+        guard let launch else { return }
+        notStarted(launch, Self.name(of: launch.path), "the hook runner refused it: \(problem)")
+    }
+
+    private static func name(of path: String) -> String {
+        path.split(separator: "/").last.map(String.init) ?? path
+    }
+
+    private func reply(_ reply: HookRunnerReply) {
+        guard !closing, let bytes = HookRunnerCoding.encode(reply) else { return }
+        if !socket.send(bytes) {
+            let reason = String(cString: strerror(errno))
+            log(
+                JournalEntry(
+                    message: "Cannot reply to netdevd (\(reason)); its hooks are stopped as if it had exited",
+                    priority: .error))
+            close()
+        }
+    }
+
+    /// The runner is stopping (SIGTERM): as if netdevd had gone.
+    func stop() {
+        queue.async { [self] in close() }
+    }
+
+    /// netdevd's end is gone: no more requests; the running hooks are stopped, and the service ends with them.
+    private func close() {
+        guard !closing else { return }
+        closing = true
+        if let token { Poller.shared?.unregister(token) }
+        token = nil
+        for (process, grace) in running.values { process.terminate(killGrace: grace) }
+        finishIfIdle()
+    }
+
+    private func finishIfIdle() {
+        guard running.isEmpty, !finished else { return }
+        finished = true
+        // What hooks left behind within their grace goes now: nothing of a hook outlives the runner's connection.
+        watcher?.killAll()
+        socket.close()
+        ended()
+    }
+}

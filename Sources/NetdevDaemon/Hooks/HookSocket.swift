@@ -1,0 +1,127 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One end of the `SOCK_SEQPACKET` connection between netdevd and its hook runner: whole messages in, whole
+/// messages out, never a partial one.
+struct HookSocket: Sendable {
+    let descriptor: Int32
+
+    /// What one receive found.
+    enum Received {
+        case message([UInt8])
+        /// A message longer than the limit, dropped whole.
+        case oversized(Int)
+        /// Nothing now (non-blocking).
+        case none
+        /// The peer closed its end (or the connection failed: `errno` then).
+        case closed(Int32)
+    }
+
+    /// A connected pair, both ends close-on-exec.
+    static func pair() -> (HookSocket, HookSocket)? {
+        var ends: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            return nil
+        }
+        return (HookSocket(descriptor: ends[0]), HookSocket(descriptor: ends[1]))
+    }
+
+    /// Connects to the runner's socket at `path`; the errno when it cannot.
+    static func connect(to path: String) -> Result<HookSocket, SpawnFailure> {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return .failure(SpawnFailure(call: "socket", errno: errno)) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            Glibc.close(descriptor)
+            return .failure(SpawnFailure(call: "connect", errno: ENAMETOOLONG))
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let failure = errno
+            Glibc.close(descriptor)
+            return .failure(SpawnFailure(call: "connect", errno: failure))
+        }
+        return .success(HookSocket(descriptor: descriptor))
+    }
+
+    /// Sends one message; `false` when the peer is gone or the message cannot be sent (the errno is left set).
+    /// Blocks while the peer's queue is full, at most the send timeout set with ``limitSendTime(seconds:)``.
+    func send(_ bytes: [UInt8]) -> Bool {
+        while true {
+            let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent == bytes.count { return true }
+            if sent < 0 && errno == EINTR { continue }
+            return false
+        }
+    }
+
+    /// Sends one message without blocking; `false` with `errno` set (EAGAIN: the peer's queue is full).
+    func sendNow(_ bytes: [UInt8]) -> Bool {
+        while true {
+            let sent = bytes.withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+            }
+            if sent == bytes.count { return true }
+            if sent < 0 && errno == EINTR { continue }
+            return false
+        }
+    }
+
+    /// Receives one message without blocking.
+    func receive(limit: Int = HookRunnerLimits.maximumMessageBytes) -> Received {
+        var buffer = [UInt8](repeating: 0, count: limit)
+        while true {
+            let count = buffer.withUnsafeMutableBytes {
+                recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+            }
+            if count > limit { return .oversized(count) }
+            if count > 0 { return .message(Array(buffer[0..<count])) }
+            if count == 0 { return .closed(0) }
+            if errno == EINTR { continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { return .none }
+            return .closed(errno)
+        }
+    }
+
+    /// Receives one message, waiting at most `milliseconds`; `nil` on a timeout or when the connection ends.
+    func receive(waitingAtMost milliseconds: Int32) -> [UInt8]? {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, milliseconds) == 1 else { return nil }
+        if case .message(let bytes) = receive() { return bytes }
+        return nil
+    }
+
+    /// A send that would block longer than `seconds` fails with EAGAIN instead.
+    func limitSendTime(seconds: Int) {
+        var limit = timeval(tv_sec: seconds, tv_usec: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// The peer's pid and uid as the kernel saw them when the connection was made.
+    func peer() -> (pid: pid_t, uid: uid_t)? {
+        // struct ucred { pid_t pid; uid_t uid; gid_t gid; } (Glibc's module hides it behind _GNU_SOURCE).
+        var credentials: (Int32, UInt32, UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return (credentials.0, credentials.1)
+    }
+
+    /// No more sends from this end; the peer reads the end of the connection.
+    func shutdownBoth() {
+        _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR))
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+}
