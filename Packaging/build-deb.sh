@@ -35,6 +35,8 @@ cp -r "$REPO/Packaging/debian" "$SRC/debian"
 cp "$REPO/Packaging/systemd/netdevd.service" "$REPO/Packaging/systemd/netdevd.socket" "$SRC/debian/"
 # A second unit of the package: dh_installsystemd --name finds it as debian/netdevd.<name>.service.
 cp "$REPO/Packaging/systemd/netdevd-wait-online.service" "$SRC/debian/netdevd.netdevd-wait-online.service"
+cp "$REPO/Packaging/systemd/netdevd-hooks.service" "$SRC/debian/netdevd.netdevd-hooks.service"
+cp "$REPO/Packaging/systemd/netdevd-hooks.socket" "$SRC/debian/netdevd.netdevd-hooks.socket"
 
 echo "building netdevd $VERSION in $SRC" >&2
 (cd "$SRC" && NETDEVD_SWIFT_SCRATCH="$SCRATCH" dpkg-buildpackage -b -us -uc) >&2

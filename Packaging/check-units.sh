@@ -1,9 +1,9 @@
 #!/bin/bash
 # Lints netdevd's systemd units offline (no running systemd needed):
-#   1. systemd-analyze verify --recursive-errors=no on the three units (netdevd.service, netdevd.socket,
-#      netdevd-wait-online.service): must print nothing
+#   1. systemd-analyze verify --recursive-errors=no on the five units (netdevd.service, netdevd.socket,
+#      netdevd-wait-online.service, netdevd-hooks.service, netdevd-hooks.socket): must print nothing
 #      and exit 0 (verify exits 0 on mere warnings without --recursive-errors=no, so any output fails too);
-#   2. systemd-analyze security --offline=yes --threshold=20 on netdevd.service: the exposure must be <= 2.0.
+#   2. systemd-analyze security --offline=yes --threshold=10 on netdevd.service: the exposure must be <= 1.0.
 #
 # Usage: Packaging/check-units.sh [--root DIR] [--netdevd BIN] [--man-dir DIR] [--threshold N]
 #   (default)      the units in Packaging/systemd/, checked against a built netdevd (verify fails when the
@@ -26,7 +26,7 @@ REPO=$(cd "$HERE/.." && pwd)
 ROOT=
 BIN=${NETDEVD_BIN:-}
 MANDIR=
-THRESHOLD=20
+THRESHOLD=10
 
 usage() { sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -78,7 +78,7 @@ trap cleanup EXIT
 # netdevctl is netdevd under another name: the one beside the binary (a symlink in a package), or the binary.
 CTL=$(dirname "$BIN")/netdevctl
 [ -x "$CTL" ] || CTL=$BIN
-for u in netdevd.service netdevd.socket netdevd-wait-online.service; do
+for u in netdevd.service netdevd.socket netdevd-wait-online.service netdevd-hooks.service netdevd-hooks.socket; do
     [ -f "$UNITS/$u" ] || { echo "check-units.sh: $UNITS/$u is missing" >&2; exit 1; }
     sed "s#^ExecStart=\([-+!@:]*\)/usr/sbin/netdevd\b#ExecStart=\1$BIN#; s#^ExecStart=/usr/bin/netdevctl\b#ExecStart=$CTL#; s#^ExecReload=+/usr/bin/netdevctl\b#ExecReload=+$CTL#" \
         "$UNITS/$u" > "$TMP/$u"
@@ -103,9 +103,9 @@ fi
 
 fail=0
 echo "== units: $UNITS (ExecStart= -> $BIN)"
-echo "== systemd-analyze verify $MANOPT --recursive-errors=no netdevd.service netdevd.socket netdevd-wait-online.service   ($MANNOTE)"
+echo "== systemd-analyze verify $MANOPT --recursive-errors=no netdevd.service netdevd.socket netdevd-wait-online.service netdevd-hooks.service netdevd-hooks.socket   ($MANNOTE)"
 out=$(cd "$TMP" && systemd-analyze verify "$MANOPT" --recursive-errors=no ./netdevd.service ./netdevd.socket \
-    ./netdevd-wait-online.service 2>&1)
+    ./netdevd-wait-online.service ./netdevd-hooks.service ./netdevd-hooks.socket 2>&1)
 rc=$?
 if [ $rc -eq 0 ] && [ -z "$out" ]; then
     echo "PASS verify: clean (exit 0, no output)"

@@ -13,7 +13,10 @@
 #      the journal's groups is told so
 #   c. hooks: hooks in /etc/netdevd/hooks.d (the package's examples, and one that prints its environment) run
 #      for link-added, device-added, link-state and online-state (a veth made routable) with the documented
-#      NETDEVD_* environment, as the transient user; their output is in the journal
+#      NETDEVD_* environment, as root (the hook runner's user); their output is in the journal
+#   r. hook runner: a hook (run by netdevd-hooks.service, outside netdevd's sandbox) adds a route in a test
+#      namespace, restarts a unit and connects to a TCP listener on loopback; netdevd's exposure stays <= 1.0, with
+#      no capability and no IP socket family
 #   d. reload: `systemctl reload` ends `active` again and the journal shows the reload; `netdevctl reload`
 #      works for root and is refused for others
 #   e. watchdog: a SIGSTOPped netdevd is killed by the watchdog (Result=watchdog) and restarted (new MainPID)
@@ -358,7 +361,7 @@ C mkdir -p /etc/systemd/system/netdevd.service.d
 C sh -c 'cat > /etc/systemd/system/netdevd.service.d/e2e-debug.conf' <<'EOF'
 [Service]
 ExecStart=
-ExecStart=/usr/sbin/netdevd --log-target journal --log-level debug
+ExecStart=/usr/sbin/netdevd --log-target journal --log-level debug --hook-runner /run/netdevd-hooks.socket
 EOF
 C systemctl daemon-reload
 C systemctl restart netdevd.service
@@ -432,6 +435,77 @@ fi
 C rm -f /etc/systemd/system/netdevd.service.d/e2e-debug.conf
 C systemctl daemon-reload
 C systemctl restart netdevd.service
+
+# ---- r. hooks that do their job: the hook runner, outside netdevd's sandbox ------------------------------------
+# One hook, from link-state of a veth: adds a route in a test namespace and removes it, restarts a test unit, and
+# sends a line over TCP to a listener on loopback (a socket unit with Accept=yes, whose service copies it to the
+# journal). netdevd itself keeps its sandbox: exposure <= 1.0, no capability, no IP socket family.
+c0=$(mark)
+C ip netns add e2e-r
+C ip netns exec e2e-r ip link set lo up
+C sh -c 'cat > /etc/systemd/system/e2e-target.service' <<'EOF'
+[Service]
+ExecStart=/bin/sleep infinity
+EOF
+C sh -c 'cat > /etc/systemd/system/e2e-listen.socket' <<'EOF'
+[Socket]
+ListenStream=127.0.0.1:7777
+Accept=yes
+EOF
+C sh -c 'cat > /etc/systemd/system/e2e-listen@.service' <<'EOF'
+[Service]
+ExecStart=/bin/cat
+StandardInput=socket
+StandardOutput=journal
+EOF
+C systemctl daemon-reload
+C systemctl start e2e-target.service e2e-listen.socket
+invocation0=$(prop e2e-target.service InvocationID)
+C sh -c 'cat > /etc/netdevd/hooks.d/60-e2e-privileged && chmod 0755 /etc/netdevd/hooks.d/60-e2e-privileged' <<'HOOK'
+#!/bin/bash
+[ "$1" = link-state ] && [ "$2" = privx0 ] || exit 0
+echo "uid=$(id -u) cgroup=$(cut -d: -f3 /proc/self/cgroup)"
+ip netns exec e2e-r ip route add 198.51.100.0/24 dev lo && ip netns exec e2e-r ip route show 198.51.100.0/24 \
+    | grep -q . && ip netns exec e2e-r ip route del 198.51.100.0/24 && echo "route: added and removed in e2e-r"
+systemctl restart e2e-target.service && echo "restart: e2e-target.service restarted"
+{ exec 3<>/dev/tcp/127.0.0.1/7777 && echo "hello from a netdevd hook" >&3 && exec 3>&-; } \
+    && echo "tcp: connected to 127.0.0.1:7777"
+HOOK
+t=$(now)
+nsenter -t "$L" -n ip link add privx0 type veth peer name privx1
+nsenter -t "$L" -n ip link set privx1 up
+nsenter -t "$L" -n ip link set privx0 up
+r_out() {
+    C journalctl --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=60-e2e-privileged > "$WORK/r-hook.txt" 2>&1
+    grep -q '^tcp: ' "$WORK/r-hook.txt"
+}
+wait_until 15 r_out; took=$(since "$t")
+r_problems=
+for line in '^uid=0 cgroup=/system.slice/netdevd-hooks.service' '^route: added and removed' '^restart: ' '^tcp: connected'; do
+    grep -q "$line" "$WORK/r-hook.txt" || r_problems="$r_problems missing '$line';"
+done
+[ "$(prop e2e-target.service InvocationID)" != "$invocation0" ] || r_problems="$r_problems e2e-target.service not restarted;"
+C ip netns exec e2e-r ip route show 198.51.100.0/24 | grep -q . && r_problems="$r_problems the route is still there;"
+received=$(C journalctl --no-pager -o cat --since=@"$c0" -u 'e2e-listen@*' | grep -c '^hello from a netdevd hook')
+[ "$received" -ge 1 ] || r_problems="$r_problems the listener received nothing;"
+security=$(C systemd-analyze security netdevd.service 2>&1 | sed -n 's/.*Overall exposure level for netdevd.service: \([0-9.]*\).*/\1/p')
+awk -v e="${security:-9}" 'BEGIN { exit !(e <= 1.0) }' || r_problems="$r_problems netdevd's exposure is '${security:-?}';"
+main=$(prop netdevd.service MainPID)
+caps=$(C sh -c "grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/$main/status" | awk '{print $2}' | sort -u | paste -sd,)
+[ "$caps" = 0000000000000000 ] || r_problems="$r_problems netdevd's capabilities are $caps;"
+families=$(prop netdevd.service RestrictAddressFamilies)
+[ "$families" = "AF_UNIX AF_NETLINK" ] || r_problems="$r_problems netdevd's address families are '$families';"
+if [ -z "$r_problems" ]; then
+    pass "r. hook runner: a link-state hook ran as root in netdevd-hooks.service, $took s after 'ip link set up': $(grep -v '^uid' "$WORK/r-hook.txt" | paste -sd'|' -); the listener's journal has the hook's line; netdevd: exposure $security, capabilities $caps, address families $families"
+else
+    indent < "$WORK/r-hook.txt"; fail "r. hook runner:$r_problems"
+fi
+nsenter -t "$L" -n ip link del privx0
+C rm -f /etc/netdevd/hooks.d/60-e2e-privileged
+C systemctl stop e2e-target.service e2e-listen.socket
+C rm -f /etc/systemd/system/e2e-target.service /etc/systemd/system/e2e-listen.socket /etc/systemd/system/e2e-listen@.service
+C systemctl daemon-reload
+C ip netns del e2e-r
 
 # ---- d. reload -----------------------------------------------------------------------------------------------------
 c0=$(mark)
