@@ -441,6 +441,8 @@ C systemctl restart netdevd.service
 # sends a line over TCP to a listener on loopback (a socket unit with Accept=yes, whose service copies it to the
 # journal). netdevd itself keeps its sandbox: exposure <= 1.0, no capability, no IP socket family.
 c0=$(mark)
+made_netns=
+C test -d /run/netns || made_netns=yes
 C ip netns add e2e-r
 C ip netns exec e2e-r ip link set lo up
 C sh -c 'cat > /etc/systemd/system/e2e-target.service' <<'EOF'
@@ -464,7 +466,7 @@ invocation0=$(prop e2e-target.service InvocationID)
 C sh -c 'cat > /etc/netdevd/hooks.d/60-e2e-privileged && chmod 0755 /etc/netdevd/hooks.d/60-e2e-privileged' <<'HOOK'
 #!/bin/bash
 [ "$1" = link-state ] && [ "$2" = privx0 ] || exit 0
-echo "uid=$(id -u) cgroup=$(cut -d: -f3 /proc/self/cgroup)"
+echo "uid=$(id -u) cgroup=$(sed -n "s/^0:://p" /proc/self/cgroup)"
 ip netns exec e2e-r ip route add 198.51.100.0/24 dev lo && ip netns exec e2e-r ip route show 198.51.100.0/24 \
     | grep -q . && ip netns exec e2e-r ip route del 198.51.100.0/24 && echo "route: added and removed in e2e-r"
 systemctl restart e2e-target.service && echo "restart: e2e-target.service restarted"
@@ -493,8 +495,8 @@ awk -v e="${security:-9}" 'BEGIN { exit !(e <= 1.0) }' || r_problems="$r_problem
 main=$(prop netdevd.service MainPID)
 caps=$(C sh -c "grep -E '^Cap(Eff|Prm|Bnd|Amb):' /proc/$main/status" | awk '{print $2}' | sort -u | paste -sd,)
 [ "$caps" = 0000000000000000 ] || r_problems="$r_problems netdevd's capabilities are $caps;"
-families=$(prop netdevd.service RestrictAddressFamilies)
-[ "$families" = "AF_UNIX AF_NETLINK" ] || r_problems="$r_problems netdevd's address families are '$families';"
+families=$(prop netdevd.service RestrictAddressFamilies | tr ' ' '\n' | sort | paste -sd' ')
+[ "$families" = "AF_NETLINK AF_UNIX" ] || r_problems="$r_problems netdevd's address families are '$families';"
 if [ -z "$r_problems" ]; then
     pass "r. hook runner: a link-state hook ran as root in netdevd-hooks.service, $took s after 'ip link set up': $(grep -v '^uid' "$WORK/r-hook.txt" | paste -sd'|' -); the listener's journal has the hook's line; netdevd: exposure $security, capabilities $caps, address families $families"
 else
@@ -506,6 +508,8 @@ C systemctl stop e2e-target.service e2e-listen.socket
 C rm -f /etc/systemd/system/e2e-target.service /etc/systemd/system/e2e-listen.socket /etc/systemd/system/e2e-listen@.service
 C systemctl daemon-reload
 C ip netns del e2e-r
+# ip netns made /run/netns a mount of its own.
+[ -n "$made_netns" ] && C sh -c 'umount /run/netns 2>/dev/null; rmdir /run/netns'
 
 # ---- d. reload -----------------------------------------------------------------------------------------------------
 c0=$(mark)

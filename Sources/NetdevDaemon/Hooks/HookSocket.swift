@@ -1,3 +1,5 @@
+internal import CLinux
+
 #if canImport(Glibc)
 import Glibc
 #endif

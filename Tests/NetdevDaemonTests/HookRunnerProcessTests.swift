@@ -1,0 +1,228 @@
+import Dispatch
+import Foundation
+import KernelTestSupport
+import Locking
+import NetdevSession
+import Systemd
+import Testing
+
+@testable import NetdevDaemon
+
+/// The hook runner as a separate process's protocol: what it refuses, and what happens when either side goes away.
+@Suite("Hook runner")
+struct HookRunnerProcessTests {
+    /// A root-owned hook directory with `hooks` (name, script), for `body`.
+    func withHooks(_ hooks: [(String, String)], _ body: (String) throws -> Void) throws {
+        try withTemporaryDirectory("netdevd-runner") { directory in
+            for (name, script) in hooks {
+                #expect(FileManager.default.createFile(atPath: directory + "/" + name, contents: Data(script.utf8)))
+                #expect(chmod(directory + "/" + name, 0o755) == 0)
+            }
+            try body(directory)
+        }
+    }
+
+    /// A service on one end of a socket pair, the other end returned, with the journal entries it makes.
+    final class Served: Sendable {
+        let client: HookSocket
+        let service: HookRunnerService
+        let entries = Locked<[String]>([])
+        let ended = DispatchSemaphore(value: 0)
+
+        init(directories: [String], credentials: Result<HookCredentials?, HookCredentialsProblem> = .success(nil)) {
+            let (client, server) = HookSocket.pair()!
+            self.client = client
+            let entries = entries
+            let ended = ended
+            service = HookRunnerService(
+                socket: server, directories: directories, credentials: credentials,
+                queue: DispatchQueue(label: "hook-runner-test"),
+                log: { entry in entries.withLock { $0.append(entry.value(of: .message) ?? "") } },
+                ended: { ended.signal() })
+            #expect(service.start())
+        }
+
+        func send(_ request: HookRunnerRequest) {
+            #expect(client.send(HookRunnerCoding.encode(request)!))
+        }
+
+        /// The next reply, waiting up to 10 s.
+        func reply() -> HookRunnerReply? {
+            client.receive(waitingAtMost: 10_000).flatMap { HookRunnerCoding.decode(HookRunnerReply.self, $0) }
+        }
+
+        /// The end of launch `id`, skipping its start.
+        func end(of id: Int) -> HookOutcome? {
+            while let reply = reply() {
+                if case .ended(id, let outcome, _) = reply { return outcome }
+            }
+            return nil
+        }
+    }
+
+    func launch(_ id: Int, _ path: String, environment: [String] = ["NETDEVD_EVENT=link-added"]) -> HookRunnerRequest {
+        .start(
+            HookLaunch(
+                id: id, path: path, arguments: ["link-added", "t0"], environment: environment,
+                timeoutMilliseconds: 5_000, killGraceMilliseconds: 500))
+    }
+
+    @Test(
+        "the runner starts only installed hooks with NETDEVD_ variables, and says each refused request in the journal")
+    func refusals() throws {
+        try withHooks([("50-echo", "#!/bin/sh\necho \"$1 $2 $NETDEVD_EVENT $PATH\"\n")]) { directory in
+            let served = Served(directories: [directory])
+            served.send(launch(1, directory + "/50-echo"))
+            let ran = try #require(served.end(of: 1))
+            #expect(ran.status == .exited(0))
+            #expect(
+                ran.outputTail
+                    == "link-added t0 link-added /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+
+            served.send(launch(2, "/bin/true"))
+            let outside = try #require(served.end(of: 2))
+            #expect(
+                outside.status
+                    == .notStarted("the hook runner refused it: /bin/true, which is not a hook in \(directory)"))
+
+            served.send(launch(3, directory + "/50-echo", environment: ["LD_PRELOAD=/tmp/x.so"]))
+            let preload = try #require(served.end(of: 3))
+            #expect(
+                preload.status
+                    == .notStarted(
+                        "the hook runner refused it: the environment variable LD_PRELOAD, which hooks are never given"))
+
+            served.send(
+                launch(
+                    4, directory + "/../" + (directory.split(separator: "/").last.map(String.init) ?? "") + "/50-echo"))
+            let dotted = try #require(served.end(of: 4))
+            guard case .notStarted = dotted.status else {
+                Issue.record("a path through '..' ran: \(dotted)")
+                return
+            }
+
+            // A message over the limit, and one that is not a request: said, and the connection goes on.
+            #expect(served.client.send([UInt8](repeating: 0x20, count: HookRunnerLimits.maximumMessageBytes + 1)))
+            #expect(served.client.send(Array("{\"start\":{}}".utf8)))
+            served.send(launch(5, directory + "/50-echo"))
+            #expect(served.end(of: 5)?.status == .exited(0))
+            let said = served.entries.withLock { $0 }
+            #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: /bin/true, which is not a hook in") })
+            #expect(said.contains { $0.contains("the environment variable LD_PRELOAD") })
+            #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: a message of 131073 bytes") })
+            #expect(said.contains { $0 == "Refused a request from netdevd: a message that is not a request" })
+            served.client.close()
+            #expect(served.ended.wait(timeout: .now() + 5) == .success)
+        }
+    }
+
+    @Test("a hook file that is not root's, or writable by others, is refused by the runner itself")
+    func ownershipCheckedByRunner() throws {
+        try withHooks([("50-open", "#!/bin/sh\ntrue\n")]) { directory in
+            #expect(chmod(directory + "/50-open", 0o777) == 0)
+            let served = Served(directories: [directory])
+            served.send(launch(1, directory + "/50-open"))
+            let outcome = try #require(served.end(of: 1))
+            guard case .notStarted(let reason) = outcome.status else {
+                Issue.record("a hook writable by others ran: \(outcome)")
+                return
+            }
+            #expect(reason.contains("writable"), "\(reason)")
+            served.client.close()
+        }
+    }
+
+    @Test("when netdevd's end closes, the runner stops its running hooks and ends")
+    func netdevdGone() throws {
+        try withHooks([("50-sleep", "#!/bin/sh\necho $$ > \"$0.pid\"\nexec sleep 300\n")]) { directory in
+            let served = Served(directories: [directory])
+            served.send(launch(1, directory + "/50-sleep"))
+            guard case .started(1, let pid) = served.reply() else {
+                Issue.record("no start")
+                return
+            }
+            #expect(kill(pid, 0) == 0)
+            served.client.close()
+            #expect(served.ended.wait(timeout: .now() + 5) == .success, "the runner did not end")
+            #expect(kill(pid, 0) != 0, "the hook outlived the connection")
+        }
+    }
+
+    @Test("User= and Group=: resolved by name and number; unknown ones are refused with a reason")
+    func credentials() throws {
+        let nobody = try #require(try HookCredentials.resolve(user: "nobody", group: nil).get())
+        #expect(nobody.uid == 65534)
+        #expect(try HookCredentials.resolve(user: "0", group: "65534").get()?.gid == 65534)
+        #expect(try HookCredentials.resolve(user: nil, group: nil).get() == nil)
+        #expect(throws: HookCredentialsProblem("User=no-such-user-here: no such user")) {
+            try HookCredentials.resolve(user: "no-such-user-here", group: nil).get()
+        }
+    }
+
+    @Test(
+        "hooks run as [Hooks] User= (the runner netdevd starts as its child); a runner that dies: its running hook is lost, said once, and the next run reaches a new runner",
+        .tags(.kernel), KernelHarness.enabled)
+    func childRunner() throws {
+        let script =
+            "#!/bin/sh\necho \"uid=$(id -u) gid=$(id -g) runner=$PPID\"\n"
+            + "[ \"$2\" = slow0 ] && { echo $$ > /tmp/netdevd-runner-test.pid; exec sleep 300; }\nexit 0\n"
+        try withHooks([("50-id", script)]) { directory in
+            let config = directory + "/netdevd.conf"
+            #expect(FileManager.default.createFile(atPath: config, contents: Data("[Hooks]\nUser=nobody\n".utf8)))
+            let entries = Locked<[String]>([])
+            let runner = HookRunner(
+                directories: [directory],
+                runner: .child(
+                    executable: RunningDaemon.binary,
+                    arguments: [
+                        "--serve-hooks", "--config", config, "--hooks-dir", directory, "--log-target", "console",
+                    ]),
+                log: { entry in entries.withLock { $0.append(entry.value(of: .message) ?? "") } })
+            defer { runner.killAll() }
+            func run(_ id: Int, _ name: String) -> Locked<HookRunResult?> {
+                let result = Locked<HookRunResult?>(nil)
+                let hookRun = HookRun(
+                    id: id, subject: .link(index: Int32(id)), event: .linkState, subjectName: name, environment: [],
+                    link: nil, device: nil, timeoutMilliseconds: 30_000)
+                runner.start(hookRun, timeoutMilliseconds: 30_000) { finished in result.withLock { $0 = finished } }
+                return result
+            }
+            let first = run(1, "quick0")
+            #expect(waitUntil(timeout: 10) { first.withLock { $0 } != nil })
+            let outcome = try #require(first.withLock { $0 }?.hooks.first)
+            #expect(outcome.status == .exited(0))
+            #expect(outcome.outputTail.hasPrefix("uid=65534 gid=65534 runner="), "\(outcome.outputTail)")
+            let runnerPID = try #require(outcome.outputTail.split(separator: "=").last.flatMap { Int32($0) })
+
+            let pidFile = "/tmp/netdevd-runner-test.pid"
+            unlink(pidFile)
+            let slow = run(2, "slow0")
+            #expect(waitUntil(timeout: 10) { FileManager.default.fileExists(atPath: pidFile) })
+            // The hook's process group outlives a runner killed with SIGKILL (under systemd, the unit's cgroup goes
+            // with it): ended here.
+            defer {
+                if let text = try? String(contentsOfFile: pidFile, encoding: .utf8),
+                    let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+                {
+                    kill(-pid, SIGKILL)
+                }
+                unlink(pidFile)
+            }
+            #expect(kill(runnerPID, SIGKILL) == 0)
+            #expect(waitUntil(timeout: 10) { slow.withLock { $0 } != nil })
+            let lost = try #require(slow.withLock { $0 }?.hooks.first)
+            #expect(lost.status == .lost("the hook runner went away while it ran"))
+            #expect(
+                entries.withLock { $0 }.filter { $0.hasPrefix("The hook runner went away") }
+                    == [
+                        "The hook runner went away (it closed its end); 1 running hook counted as failed; the next hook run starts it again"
+                    ])
+
+            let again = run(3, "quick0")
+            #expect(waitUntil(timeout: 10) { again.withLock { $0 } != nil })
+            let next = try #require(again.withLock { $0 }?.hooks.first)
+            #expect(next.status == .exited(0))
+            #expect(!next.outputTail.hasSuffix("runner=\(runnerPID)"), "the same runner answered")
+        }
+    }
+}
