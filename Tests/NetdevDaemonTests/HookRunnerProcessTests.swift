@@ -29,17 +29,21 @@ struct HookRunnerProcessTests {
         let entries = Locked<[String]>([])
         let ended = DispatchSemaphore(value: 0)
 
-        init(directories: [String], credentials: Result<HookCredentials?, HookCredentialsProblem> = .success(nil)) {
+        init(
+            directories: [String],
+            credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem> = { .success(nil) }
+        ) {
             let (client, server) = HookSocket.pair()!
             self.client = client
             let entries = entries
             let ended = ended
-            service = HookRunnerService(
-                socket: server, directories: directories, credentials: credentials,
-                queue: DispatchQueue(label: "hook-runner-test"),
+            let queue = DispatchQueue(label: "hook-runner-test")
+            let service = HookRunnerService(
+                socket: server, directories: directories, credentials: credentials, queue: queue,
                 log: { entry in entries.withLock { $0.append(entry.value(of: .message) ?? "") } },
                 ended: { ended.signal() })
-            #expect(service.start())
+            self.service = service
+            #expect(queue.sync { service.start() })
         }
 
         func send(_ request: HookRunnerRequest) {
@@ -145,6 +149,23 @@ struct HookRunnerProcessTests {
             served.client.close()
             #expect(served.ended.wait(timeout: .now() + 5) == .success, "the runner did not end")
             #expect(kill(pid, 0) != 0, "the hook outlived the connection")
+        }
+    }
+
+    @Test("a configuration the runner cannot read refuses hooks with the reason, until it can be read again")
+    func unreadableConfiguration() throws {
+        try withHooks([("50-echo", "#!/bin/sh\necho ran\n")]) { directory in
+            let readable = Locked(false)
+            let served = Served(directories: [directory]) {
+                readable.withLock { $0 }
+                    ? .success(nil) : .failure(HookCredentialsProblem("the configuration cannot be read"))
+            }
+            served.send(launch(1, directory + "/50-echo"))
+            #expect(served.end(of: 1)?.status == .notStarted("the configuration cannot be read"))
+            readable.withLock { $0 = true }
+            served.send(launch(2, directory + "/50-echo"))
+            #expect(served.end(of: 2)?.status == .exited(0))
+            served.client.close()
         }
     }
 

@@ -196,7 +196,7 @@ final class HookRunnerConnection: @unchecked Sendable {
             return .failure(SpawnFailure(call: "socketpair", errno: errno))
         }
         let service = HookRunnerService(
-            socket: theirs, directories: directories, credentials: .success(nil), queue: serviceQueue, log: log,
+            socket: theirs, directories: directories, credentials: { .success(nil) }, queue: serviceQueue, log: log,
             ended: {})
         serviceQueue.sync { _ = service.start() }
         self.service = service

@@ -47,9 +47,9 @@ public final class HookRunnerProgram: Sendable {
     /// Serves until netdevd's connection ends (exit status 0), or returns 1 when there is nothing to serve.
     public func run() -> Int32 {
         signal(SIGPIPE, SIG_IGN)
-        let credentials = resolveCredentials()
-        if case .failure(let problem) = credentials {
-            log(.error, "Hooks will not run: \(problem.reason)")
+        // Resolved when a connection starts, and again before a hook while they cannot be.
+        let credentials: @Sendable () -> Result<HookCredentials?, HookCredentialsProblem> = { [self] in
+            resolveCredentials()
         }
         let listening = ListenFDs.take()
         if let socket = listening.first {
@@ -74,7 +74,7 @@ public final class HookRunnerProgram: Sendable {
                     "Refused a connection on standard input: its peer is not the process that started the runner")
                 return 1
             }
-            guard serve(connection, credentials: credentials) else { return 1 }
+            guard queue.sync(execute: { serve(connection, credentials: credentials) }) else { return 1 }
         }
         // SIGTERM (systemd stopping the runner): the hooks get theirs, and the runner exits when they are gone.
         Glibc.signal(SIGTERM, SIG_IGN)
@@ -99,8 +99,9 @@ public final class HookRunnerProgram: Sendable {
     }
 
     /// Accepts connections on `socket`, serving the first from netdevd and refusing any other while it lasts.
-    private func listen(socket listening: Int32, credentials: Result<HookCredentials?, HookCredentialsProblem>) -> Bool
-    {
+    private func listen(
+        socket listening: Int32, credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
+    ) -> Bool {
         let flags = fcntl(listening, F_GETFL)
         _ = fcntl(listening, F_SETFL, flags | O_NONBLOCK)
         let token = Poller.shared?.register(listening, queue: queue) { [self] in
@@ -143,8 +144,10 @@ public final class HookRunnerProgram: Sendable {
         return nil
     }
 
+    /// Serves `connection` until it ends. On queue.
     private func serve(
-        _ connection: HookSocket, credentials: Result<HookCredentials?, HookCredentialsProblem>
+        _ connection: HookSocket,
+        credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
     ) -> Bool {
         let served = HookRunnerService(
             socket: connection, directories: options.hookDirectories, credentials: credentials, queue: queue,

@@ -22,7 +22,11 @@ final class HookRunnerService: @unchecked Sendable {
     private let socket: HookSocket
     private let queue: DispatchQueue
     private let discovery: HookDiscovery
-    private let credentials: Result<HookCredentials?, HookCredentialsProblem>
+    /// Resolves `[Hooks] User=` and `Group=` from the configuration.
+    private let resolveCredentials: @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
+    /// The credentials hooks start with; resolved again before a launch while they could not be (a drop-in that
+    /// cannot be read keeps hooks from starting only until it is fixed, never runs them as another user).
+    private var credentials: Result<HookCredentials?, HookCredentialsProblem>
     private let log: @Sendable (JournalEntry) -> Void
     private let ended: @Sendable () -> Void
     private let watcher: HookWatcher?
@@ -38,13 +42,15 @@ final class HookRunnerService: @unchecked Sendable {
     static let baseEnvironment = ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"]
 
     init(
-        socket: HookSocket, directories: [String], credentials: Result<HookCredentials?, HookCredentialsProblem>,
+        socket: HookSocket, directories: [String],
+        credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>,
         tailBytes: Int = 4096, queue: DispatchQueue, log: @escaping @Sendable (JournalEntry) -> Void,
         ended: @escaping @Sendable () -> Void
     ) {
         self.socket = socket
         self.queue = queue
-        self.credentials = credentials
+        self.resolveCredentials = credentials
+        self.credentials = credentials()
         self.log = log
         self.ended = ended
         self.tailBytes = tailBytes
@@ -60,7 +66,7 @@ final class HookRunnerService: @unchecked Sendable {
         socket.limitSendTime(seconds: 10)
     }
 
-    /// Starts reading requests; `false` when the descriptor cannot be watched.
+    /// Starts reading requests; `false` when the descriptor cannot be watched. On queue.
     func start() -> Bool {
         token = Poller.shared?.register(socket.descriptor, queue: queue) { [weak self] in self?.readable() }
         return token != nil && watcher != nil
@@ -105,6 +111,7 @@ final class HookRunnerService: @unchecked Sendable {
                 launch, "\(launch.path), which is not a hook in \(discovery.directories.joined(separator: ", "))")
         }
         if let refusal = hook.refusal { return notStarted(launch, hook.name, refusal) }
+        if case .failure = credentials { credentials = resolveCredentials() }
         let identity: HookCredentials?
         switch credentials {
         case .success(let resolved): identity = resolved
