@@ -5,7 +5,8 @@ Runs inside Tests/Harness/in-netns.sh (a throw-away network namespace with a pri
 benchmark-daemon` builds the release binary and runs it there. It starts the release netdevd with a trivial hook,
 creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them with another, and prints:
 
-  - netdevd's own CPU (utime+stime from /proc/PID/stat) and its hook children's (cutime+cstime) per burst;
+  - netdevd's own CPU (utime+stime from /proc/PID/stat), its hook runner's (the child that starts hooks), and the
+    hooks' (cutime+cstime of netdevd and the runner) per burst;
   - RSS idle, at 1,000 links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms); beside each
     RSS, PSS, the private part (USS) and its dirty pages from /proc/PID/smaps_rollup;
   - the time from `ip -batch` returning until `netdevctl links` lists all 1,000 links (and then none);
@@ -81,6 +82,31 @@ def machine_busy():
     with open("/proc/stat") as f:
         ticks = [int(x) for x in f.readline().split()[1:]]
     return (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLOCK_TICKS
+
+
+def runner_stat(pid):
+    """(utime+stime, cutime+cstime) of netdevd's hook runner (its child `netdevd --serve-hooks`), in seconds; zeros
+    for a netdevd that starts hooks itself."""
+    own = hooks = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return own, hooks
+    for task in tasks:
+        try:
+            children = open(f"/proc/{pid}/task/{task}/children").read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                if b"--serve-hooks" not in open(f"/proc/{child}/cmdline", "rb").read():
+                    continue
+                cpu, reaped = proc_stat(int(child))
+            except (OSError, ValueError):
+                continue
+            own += cpu
+            hooks += reaped
+    return own, hooks
 
 
 def proc_status(pid, key):
@@ -423,8 +449,10 @@ def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald)
         f.write("\n".join(batch_lines) + "\n")
         batch = f.name
     cpu, children = proc_stat(daemon.pid)
+    runner, runner_children = runner_stat(daemon.pid)
     before = {
-        "cpu": cpu, "children": children, "journald": sum(proc_stat(p)[0] for p in journald),
+        "cpu": cpu, "children": children + runner_children, "runner": runner,
+        "journald": sum(proc_stat(p)[0] for p in journald),
         "entries": journal_entries(daemon.pid), "switches": task_switches(daemon.pid),
     }
     sampler.reset()
@@ -442,7 +470,10 @@ def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald)
 def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_label, problems):
     """What the burst cost since `before`: CPU, switches, journal, memory, and the drift found after it."""
     cpu, children = proc_stat(daemon.pid)
+    runner, runner_children = runner_stat(daemon.pid)
+    children += runner_children
     figures[f"{label}: netdevd CPU (s)"] = round(cpu - before["cpu"], 2)
+    figures[f"{label}: hook runner CPU (s)"] = round(runner - before["runner"], 2)
     switches = task_switches(daemon.pid)
     figures[f"{label}: netdevd context switches (threads that still exist)"] = sum(
         count for _, count, _ in switches.values()) - sum(count for _, count, _ in before["switches"].values())

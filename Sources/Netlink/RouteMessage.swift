@@ -57,7 +57,8 @@ public enum RouteMessageParser {
                 parsed.done = true
             case Kernel.NLMSG_ERROR:
                 guard frame.payloadLength >= 4 else {
-                    throw NetlinkParseError(offset: frame.payloadOffset, reason: "NLMSG_ERROR without an error code")
+                    throw NetlinkParseError(
+                        offset: frame.payloadOffset - Kernel.headerLength, reason: "NLMSG_ERROR without an error code")
                 }
                 let code = try reader.i32(at: frame.payloadOffset)
                 if code != 0 {

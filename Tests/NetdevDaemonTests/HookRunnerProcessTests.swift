@@ -52,7 +52,8 @@ struct HookRunnerProcessTests {
 
         /// The next reply, waiting up to 10 s.
         func reply() -> HookRunnerReply? {
-            client.receive(waitingAtMost: 10_000).flatMap { HookRunnerCoding.decode(HookRunnerReply.self, $0) }
+            guard case .message(let bytes) = client.receive(waitingAtMost: 10_000) else { return nil }
+            return HookRunnerCoding.decode(HookRunnerReply.self, bytes)
         }
 
         /// The end of launch `id`, skipping its start.
@@ -187,9 +188,11 @@ struct HookRunnerProcessTests {
         let script =
             "#!/bin/sh\necho \"uid=$(id -u) gid=$(id -g) runner=$PPID\"\n"
             + "[ \"$2\" = slow0 ] && { echo $$ > /tmp/netdevd-runner-test.pid; exec sleep 300; }\nexit 0\n"
-        try withHooks([("50-id", script)]) { directory in
-            let config = directory + "/netdevd.conf"
+        try withHooks([("50-id", script), ("60-after", "#!/bin/sh\necho after\n")]) { directory in
+            // Beside the hook directory, not in it (every file in it is a hook).
+            let config = directory + ".conf"
             #expect(FileManager.default.createFile(atPath: config, contents: Data("[Hooks]\nUser=nobody\n".utf8)))
+            defer { unlink(config) }
             let entries = Locked<[String]>([])
             let runner = HookRunner(
                 directories: [directory],
@@ -233,6 +236,10 @@ struct HookRunnerProcessTests {
             #expect(waitUntil(timeout: 10) { slow.withLock { $0 } != nil })
             let lost = try #require(slow.withLock { $0 }?.hooks.first)
             #expect(lost.status == .lost("the hook runner went away while it ran"))
+            // The run goes on with its next hook, through a new runner started before the dead one is reaped; the
+            // dead one is reaped all the same (a zombie would still take signal 0).
+            #expect(slow.withLock { $0 }?.hooks.last?.status == .exited(0))
+            #expect(waitUntil(timeout: 10) { kill(runnerPID, 0) != 0 }, "the killed runner was not reaped")
             #expect(
                 entries.withLock { $0 }.filter { $0.hasPrefix("The hook runner went away") }
                     == [

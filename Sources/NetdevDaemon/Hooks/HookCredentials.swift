@@ -17,20 +17,23 @@ struct HookCredentials: Sendable, Equatable {
         guard user != nil || group != nil else { return .success(nil) }
         var credentials = HookCredentials(uid: geteuid(), gid: getegid(), groups: [])
         if let user {
-            guard
-                let entry = user.utf8.allSatisfy({ (0x30...0x39).contains($0) })
-                    ? getpwuid(uid_t(user) ?? 0)
-                    : getpwnam(user)
-            else {
-                if let number = uid_t(user) {
-                    // A number without an entry in the user database is still a user (as systemd's User= allows).
+            let entry: UnsafeMutablePointer<passwd>?
+            if user.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                // A number: the user database's entry if it has one; a number without one is still a user, as
+                // systemd's User= allows. Never -1 (setresuid's "unchanged") or one that does not fit.
+                guard let number = uid_t(user), number != uid_t.max else {
+                    return .failure(HookCredentialsProblem("User=\(user) is not a valid user number"))
+                }
+                entry = getpwuid(number)
+                if entry == nil {
                     credentials.uid = number
                     credentials.gid = number
-                } else {
-                    return .failure(HookCredentialsProblem("User=\(user): no such user"))
+                    return finish(credentials, group: group, user: user)
                 }
-                return finish(credentials, group: group, user: user)
+            } else {
+                entry = getpwnam(user)
             }
+            guard let entry else { return .failure(HookCredentialsProblem("User=\(user): no such user")) }
             credentials.uid = entry.pointee.pw_uid
             credentials.gid = entry.pointee.pw_gid
             let name = String(cString: entry.pointee.pw_name)
@@ -50,7 +53,10 @@ struct HookCredentials: Sendable, Equatable {
     ) -> Result<HookCredentials?, HookCredentialsProblem> {
         var credentials = resolved
         if let group {
-            if let number = gid_t(group) {
+            if group.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                guard let number = gid_t(group), number != gid_t.max else {
+                    return .failure(HookCredentialsProblem("Group=\(group) is not a valid group number"))
+                }
                 credentials.gid = number
             } else if let entry = getgrnam(group) {
                 credentials.gid = entry.pointee.gr_gid

@@ -34,8 +34,9 @@ final class HookRunnerConnection: @unchecked Sendable {
     private let log: @Sendable (JournalEntry) -> Void
     private var socket: HookSocket?
     private var token: UInt64?
-    /// The child runner, while netdevd has not reaped it.
-    private var child: (pid: pid_t, pidfd: Int32, token: UInt64?)?
+    /// The child runners netdevd has not reaped yet, by pid (a new one may start before the old one is reaped),
+    /// with their pidfd and its registration.
+    private var children: [pid_t: (pidfd: Int32, token: UInt64?)] = [:]
     /// The runner inside this process (``HookRunnerEndpoint/inProcess``), and its queue.
     private var service: HookRunnerService?
     private let serviceQueue = DispatchQueue(label: "netdevd.hook-runner")
@@ -101,22 +102,26 @@ final class HookRunnerConnection: @unchecked Sendable {
             token = nil
             if send(bytes, on: socket) {
                 let deadline = PollerTimer.now() + 2_000_000_000
-                while PollerTimer.now() < deadline {
+                waiting: while PollerTimer.now() < deadline {
                     let left = Int32((deadline - min(PollerTimer.now(), deadline)) / 1_000_000)
-                    guard let reply = socket.receive(waitingAtMost: max(left, 1)) else { continue }
-                    if HookRunnerCoding.decode(HookRunnerReply.self, reply) == .stoppedAll { break }
+                    switch socket.receive(waitingAtMost: max(left, 1)) {
+                    case .message(let reply):
+                        if HookRunnerCoding.decode(HookRunnerReply.self, reply) == .stoppedAll { break waiting }
+                    case .none: continue
+                    case .oversized, .closed: break waiting
+                    }
                 }
             }
             socket.close()
             self.socket = nil
         }
         pending = [:]
-        if let child {
+        for (pid, child) in children {
             if let token = child.token { Poller.shared?.unregister(token) }
-            for _ in 0..<100 where waitpid(child.pid, nil, WNOHANG) == 0 { usleep(10_000) }
+            for _ in 0..<100 where waitpid(pid, nil, WNOHANG) == 0 { usleep(10_000) }
             if child.pidfd >= 0 { close(child.pidfd) }
-            self.child = nil
         }
+        children = [:]
     }
 
     /// Sends without blocking the hooks' queue (it is the loop's): a runner that does not read for 100 ms more is
@@ -185,9 +190,10 @@ final class HookRunnerConnection: @unchecked Sendable {
         if pidfd < 0 { pidfd = pidfd_open(pid, 0) }
         var token: UInt64?
         if pidfd >= 0 {
-            token = Poller.shared?.register(pidfd, queue: queue) { [weak self] in self?.reapChild() }
+            let child = pid
+            token = Poller.shared?.register(pidfd, queue: queue) { [weak self] in self?.reapChild(child) }
         }
-        child = (pid, pidfd, token)
+        children[pid] = (pidfd, token)
         return .success(ours)
     }
 
@@ -203,24 +209,26 @@ final class HookRunnerConnection: @unchecked Sendable {
         return .success(ours)
     }
 
-    /// The child runner has exited: reaped, and said unless it ended because netdevd closed its connection.
-    private func reapChild() {
-        guard let child else { return }
+    /// Child runner `pid` has exited: reaped, and said unless it exited with status 0 (its connection had ended).
+    private func reapChild(_ pid: pid_t) {
+        guard let child = children[pid] else { return }
         var status: Int32 = 0
-        guard waitpid(child.pid, &status, WNOHANG) == child.pid else { return }
+        guard waitpid(pid, &status, WNOHANG) == pid else { return }
         if let token = child.token { Poller.shared?.unregister(token) }
         if child.pidfd >= 0 { close(child.pidfd) }
-        self.child = nil
+        children[pid] = nil
         let how =
             status & 0x7f == 0 ? "exited with status \((status >> 8) & 0xff)" : "was killed by signal \(status & 0x7f)"
         if status != 0 {
-            log(JournalEntry(message: "The hook runner (pid \(child.pid)) \(how)", priority: .error))
+            log(JournalEntry(message: "The hook runner (pid \(pid)) \(how)", priority: .error))
         }
     }
 
     private func readable() {
-        guard let socket else { return }
-        for _ in 0..<64 {
+        guard let socket, let current = token else { return }
+        // A hook's end may start the next hook, and that launch may lose this connection and make another (which
+        // can get the same descriptor number): reading stops as soon as the connection is not this one.
+        for _ in 0..<64 where self.token == current {
             switch socket.receive() {
             case .message(let bytes):
                 switch HookRunnerCoding.decode(HookRunnerReply.self, bytes) {
@@ -248,6 +256,8 @@ final class HookRunnerConnection: @unchecked Sendable {
         token = nil
         socket?.close()
         socket = nil
+        // An in-process runner sees its end closed and stops its hooks; told too, so it lets go of its descriptor.
+        service?.stop()
         service = nil
         let runs = pending
         pending = [:]

@@ -98,12 +98,15 @@ public final class HookRunnerProgram: Sendable {
         }
     }
 
-    /// Accepts connections on `socket`, serving the first from netdevd and refusing any other while it lasts.
+    /// Accepts connections on `socket` until one from netdevd is served; from then on the socket is not watched:
+    /// a later connection (a netdevd restarted while this runner's hooks end) waits in the backlog, and systemd
+    /// starts a new runner for it once this one has exited.
     private func listen(
         socket listening: Int32, credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
     ) -> Bool {
         let flags = fcntl(listening, F_GETFL)
         _ = fcntl(listening, F_SETFL, flags | O_NONBLOCK)
+        let registration = Locked<UInt64?>(nil)
         let token = Poller.shared?.register(listening, queue: queue) { [self] in
             while true {
                 let descriptor = accept4(listening, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
@@ -114,34 +117,44 @@ public final class HookRunnerProgram: Sendable {
                     connection.close()
                     continue
                 }
-                if service.withLock({ $0 != nil }) {
-                    log(.warning, "Refused a second connection from netdevd while the first is served")
-                    connection.close()
-                    continue
+                if serve(connection, credentials: credentials), let token = registration.withLock({ $0 }) {
+                    Poller.shared?.unregister(token)
+                    return
                 }
-                _ = serve(connection, credentials: credentials)
             }
         }
+        registration.withLock { $0 = token }
         if token == nil { log(.error, "The hook runner cannot watch its listening socket") }
         return token != nil
     }
 
-    /// Why a connection's peer may not use the runner, or `nil` when it is netdevd.
+    /// Why a connection's peer may not use the runner, or `nil` when it is netdevd: with ``HookRunnerOptions/peerUnit``,
+    /// a process whose cgroup is exactly that unit's beside the runner's own (`/system.slice/netdevd.service` for a
+    /// runner in `/system.slice/netdevd-hooks.service`; a user's unit of the same name elsewhere is not netdevd);
+    /// without, a process of the runner's uid.
     private func refusal(of connection: HookSocket) -> String? {
         guard let peer = connection.peer() else { return "the kernel does not say who the peer is" }
         guard let unit = options.peerUnit else {
             return peer.uid == geteuid()
                 ? nil : "its peer (pid \(peer.pid), uid \(peer.uid)) is not of uid \(geteuid())"
         }
-        let cgroup = TextFile.bytes(at: "/proc/\(peer.pid)/cgroup", limit: 4096).map {
-            String(decoding: $0, as: UTF8.self)
+        guard let own = Self.cgroup(of: "self"), let slash = own.lastIndex(of: "/") else {
+            return "the runner cannot read its own cgroup"
         }
-        guard case .success(let text) = cgroup,
-            text.split(separator: "\n").contains(where: { $0.hasPrefix("0::") && $0.hasSuffix("/" + unit) })
-        else {
-            return "its peer (pid \(peer.pid), uid \(peer.uid)) does not run in \(unit)"
+        let expected = String(own[..<slash]) + "/" + unit
+        let found = Self.cgroup(of: String(peer.pid))
+        guard found == expected else {
+            return
+                "its peer (pid \(peer.pid), uid \(peer.uid)) runs in \(found ?? "an unknown cgroup"), not \(expected)"
         }
         return nil
+    }
+
+    /// The cgroup (v2) path of process `pid` (`self` for the runner).
+    private static func cgroup(of pid: String) -> String? {
+        guard case .success(let bytes) = TextFile.bytes(at: "/proc/\(pid)/cgroup", limit: 4096) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("0::") }
+            .map { String($0.dropFirst(3)) }
     }
 
     /// Serves `connection` until it ends. On queue.

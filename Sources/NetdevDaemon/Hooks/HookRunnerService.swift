@@ -128,13 +128,15 @@ final class HookRunnerService: @unchecked Sendable {
         case .success(let process):
             let grace = DispatchTimeInterval.milliseconds(launch.killGraceMilliseconds)
             running[launch.id] = (process, grace)
-            reply(.started(id: launch.id, pid: process.pid))
+            // Supervised before the reply: a reply that fails closes the connection, which must find the hook
+            // supervised to stop it.
             process.supervise(by: watcher, timeoutMilliseconds: launch.timeoutMilliseconds, killGrace: grace) {
                 [self] outcome, leftProcesses in
                 running[launch.id] = nil
                 reply(.ended(id: launch.id, outcome: outcome, leftProcesses: leftProcesses))
                 if closing { finishIfIdle() }
             }
+            reply(.started(id: launch.id, pid: process.pid))
         }
     }
 

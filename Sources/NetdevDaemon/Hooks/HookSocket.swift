@@ -95,12 +95,11 @@ struct HookSocket: Sendable {
         }
     }
 
-    /// Receives one message, waiting at most `milliseconds`; `nil` on a timeout or when the connection ends.
-    func receive(waitingAtMost milliseconds: Int32) -> [UInt8]? {
+    /// Receives one message, waiting at most `milliseconds` (``Received/none`` after that).
+    func receive(waitingAtMost milliseconds: Int32) -> Received {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        guard poll(&entry, 1, milliseconds) == 1 else { return nil }
-        if case .message(let bytes) = receive() { return bytes }
-        return nil
+        guard poll(&entry, 1, milliseconds) == 1 else { return .none }
+        return receive()
     }
 
     /// A send that would block longer than `seconds` fails with EAGAIN instead.
