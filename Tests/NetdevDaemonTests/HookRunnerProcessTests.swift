@@ -28,6 +28,7 @@ struct HookRunnerProcessTests {
         let service: HookRunnerService
         let entries = Locked<[String]>([])
         let ended = DispatchSemaphore(value: 0)
+        let buffer = HookMessageBuffer()
 
         init(
             directories: [String],
@@ -47,13 +48,13 @@ struct HookRunnerProcessTests {
         }
 
         func send(_ request: HookRunnerRequest) {
-            #expect(client.send(HookRunnerCoding.encode(request)!))
+            #expect(client.send(HookRunnerCoding.encode(request)))
         }
 
         /// The next reply, waiting up to 10 s.
         func reply() -> HookRunnerReply? {
-            guard case .message(let bytes) = client.receive(waitingAtMost: 10_000) else { return nil }
-            return HookRunnerCoding.decode(HookRunnerReply.self, bytes)
+            guard case .message(let bytes) = client.receive(waitingAtMost: 10_000, into: buffer) else { return nil }
+            return HookRunnerCoding.decodeReply(bytes)
         }
 
         /// The end of launch `id`, skipping its start.
@@ -108,7 +109,7 @@ struct HookRunnerProcessTests {
 
             // A message over the limit, and one that is not a request: said, and the connection goes on.
             #expect(served.client.send([UInt8](repeating: 0x20, count: HookRunnerLimits.maximumMessageBytes + 1)))
-            #expect(served.client.send(Array("{\"start\":{}}".utf8)))
+            #expect(served.client.send([1, 0, 0]))
             served.send(launch(5, directory + "/50-echo"))
             #expect(served.end(of: 5)?.status == .exited(0))
             let said = served.entries.withLock { $0 }
@@ -119,6 +120,49 @@ struct HookRunnerProcessTests {
             served.client.close()
             #expect(served.ended.wait(timeout: .now() + 5) == .success)
         }
+    }
+
+    @Test("requests and replies survive their encoding; a message cut short, padded or of an unknown kind is none")
+    func coding() {
+        let requests: [HookRunnerRequest] = [
+            launch(7, "/etc/netdevd/hooks.d/ünï", environment: ["NETDEVD_X=a=b", "NETDEVD_EMPTY="]),
+            .terminate(id: Int.max), .stopAll,
+        ]
+        for request in requests {
+            let bytes = HookRunnerCoding.encode(request)
+            #expect(HookRunnerCoding.decodeRequest(bytes) == request)
+            for cut in 0..<bytes.count { #expect(HookRunnerCoding.decodeRequest(Array(bytes[0..<cut])) == nil) }
+            #expect(HookRunnerCoding.decodeRequest(bytes + [0]) == nil)
+        }
+        let replies: [HookRunnerReply] = [
+            .started(id: 1, pid: 4242),
+            .ended(
+                id: 2, outcome: HookOutcome(name: "50-x", status: .killed(signal: 9), durationMilliseconds: 12),
+                leftProcesses: true),
+            .ended(
+                id: 3,
+                outcome: HookOutcome(
+                    name: "50-y", status: .notStarted("why"), durationMilliseconds: 0, outputTail: "line\nline"),
+                leftProcesses: false),
+            .ended(
+                id: 4, outcome: HookOutcome(name: "z", status: .lost("gone"), durationMilliseconds: 5),
+                leftProcesses: false),
+            .ended(
+                id: 5, outcome: HookOutcome(name: "z", status: .timedOut, durationMilliseconds: 5), leftProcesses: false
+            ),
+            .ended(
+                id: 6, outcome: HookOutcome(name: "z", status: .exited(3), durationMilliseconds: 5),
+                leftProcesses: false),
+            .stoppedAll,
+        ]
+        for reply in replies {
+            let bytes = HookRunnerCoding.encode(reply)
+            #expect(HookRunnerCoding.decodeReply(bytes) == reply)
+            for cut in 0..<bytes.count { #expect(HookRunnerCoding.decodeReply(Array(bytes[0..<cut])) == nil) }
+            #expect(HookRunnerCoding.decodeReply(bytes + [0]) == nil)
+        }
+        #expect(HookRunnerCoding.decodeRequest([9]) == nil)
+        #expect(HookRunnerCoding.decodeReply([9]) == nil)
     }
 
     @Test("a hook file that is not root's, or writable by others, is refused by the runner itself")

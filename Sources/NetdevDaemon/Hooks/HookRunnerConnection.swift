@@ -43,6 +43,7 @@ final class HookRunnerConnection: @unchecked Sendable {
     /// What each launch still waiting for its end reports to, and its hook's name.
     private var pending: [Int: (name: String, done: (HookOutcome, Bool) -> Void)] = [:]
     private var nextID = 1
+    private let received = HookMessageBuffer()
     /// The last reason the runner could not be reached, said once until it is reached again.
     private var unreachable: String?
 
@@ -72,7 +73,8 @@ final class HookRunnerConnection: @unchecked Sendable {
             done(HookOutcome(name: hook.name, status: .notStarted(reason), durationMilliseconds: 0), false)
             return nil
         }
-        guard let bytes = HookRunnerCoding.encode(request), bytes.count <= HookRunnerLimits.maximumMessageBytes else {
+        let bytes = HookRunnerCoding.encode(request)
+        guard bytes.count <= HookRunnerLimits.maximumMessageBytes else {
             return notStarted("its request is over \(HookRunnerLimits.maximumMessageBytes) bytes")
         }
         if let problem = connect() { return notStarted(problem) }
@@ -89,24 +91,24 @@ final class HookRunnerConnection: @unchecked Sendable {
 
     /// SIGTERM to launch `id`'s process group, SIGKILL after its grace (a second call: SIGKILL at once).
     func terminate(_ id: Int) {
-        guard let socket, pending[id] != nil, let bytes = HookRunnerCoding.encode(HookRunnerRequest.terminate(id: id))
-        else { return }
-        _ = send(bytes, on: socket)
+        guard let socket, pending[id] != nil else { return }
+        _ = send(HookRunnerCoding.encode(HookRunnerRequest.terminate(id: id)), on: socket)
     }
 
     /// SIGKILL to every hook's process group, through the runner, waiting at most 2 s for it to confirm; then the
     /// connection closes (a child runner is waited for at most 1 s more). netdevd is exiting.
     func stopAll() {
-        if let socket, let bytes = HookRunnerCoding.encode(HookRunnerRequest.stopAll) {
+        if let socket {
+            let bytes = HookRunnerCoding.encode(HookRunnerRequest.stopAll)
             if let token { Poller.shared?.unregister(token) }
             token = nil
             if send(bytes, on: socket) {
                 let deadline = PollerTimer.now() + 2_000_000_000
                 waiting: while PollerTimer.now() < deadline {
                     let left = Int32((deadline - min(PollerTimer.now(), deadline)) / 1_000_000)
-                    switch socket.receive(waitingAtMost: max(left, 1)) {
+                    switch socket.receive(waitingAtMost: max(left, 1), into: received) {
                     case .message(let reply):
-                        if HookRunnerCoding.decode(HookRunnerReply.self, reply) == .stoppedAll { break waiting }
+                        if HookRunnerCoding.decodeReply(reply) == .stoppedAll { break waiting }
                     case .none: continue
                     case .oversized, .closed: break waiting
                     }
@@ -229,9 +231,9 @@ final class HookRunnerConnection: @unchecked Sendable {
         // A hook's end may start the next hook, and that launch may lose this connection and make another (which
         // can get the same descriptor number): reading stops as soon as the connection is not this one.
         for _ in 0..<64 where self.token == current {
-            switch socket.receive() {
+            switch socket.receive(into: received) {
             case .message(let bytes):
-                switch HookRunnerCoding.decode(HookRunnerReply.self, bytes) {
+                switch HookRunnerCoding.decodeReply(bytes) {
                 case .ended(let id, let outcome, let leftProcesses):
                     pending.removeValue(forKey: id)?.done(outcome, leftProcesses)
                 case .started, .stoppedAll: break

@@ -31,6 +31,7 @@ final class HookRunnerService: @unchecked Sendable {
     private let ended: @Sendable () -> Void
     private let watcher: HookWatcher?
     private let tailBytes: Int
+    private let received = HookMessageBuffer()
     /// The hooks running, by launch id, with their kill grace.
     private var running: [Int: (process: HookProcess, grace: DispatchTimeInterval)] = [:]
     private var token: UInt64?
@@ -74,7 +75,7 @@ final class HookRunnerService: @unchecked Sendable {
 
     private func readable() {
         for _ in 0..<64 where !closing {
-            switch socket.receive() {
+            switch socket.receive(into: received) {
             case .message(let bytes): handle(bytes)
             case .oversized(let count):
                 refuse(nil, "a message of \(count) bytes (at most \(HookRunnerLimits.maximumMessageBytes))")
@@ -85,7 +86,7 @@ final class HookRunnerService: @unchecked Sendable {
     }
 
     private func handle(_ bytes: [UInt8]) {
-        guard let request = HookRunnerCoding.decode(HookRunnerRequest.self, bytes) else {
+        guard let request = HookRunnerCoding.decodeRequest(bytes) else {
             refuse(nil, "a message that is not a request")
             return
         }
@@ -159,7 +160,8 @@ final class HookRunnerService: @unchecked Sendable {
     }
 
     private func reply(_ reply: HookRunnerReply) {
-        guard !closing, let bytes = HookRunnerCoding.encode(reply) else { return }
+        guard !closing else { return }
+        let bytes = HookRunnerCoding.encode(reply)
         if !socket.send(bytes) {
             let reason = String(cString: strerror(errno))
             log(

@@ -79,15 +79,14 @@ struct HookSocket: Sendable {
         }
     }
 
-    /// Receives one message without blocking.
-    func receive(limit: Int = HookRunnerLimits.maximumMessageBytes) -> Received {
-        var buffer = [UInt8](repeating: 0, count: limit)
+    /// Receives one message without blocking, through `buffer` (one per connection: a message's bytes are copied
+    /// out of it, never a buffer of the largest size allocated and cleared per message).
+    func receive(into buffer: HookMessageBuffer) -> Received {
+        let space = buffer.space
         while true {
-            let count = buffer.withUnsafeMutableBytes {
-                recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
-            }
-            if count > limit { return .oversized(count) }
-            if count > 0 { return .message(Array(buffer[0..<count])) }
+            let count = recv(descriptor, space.baseAddress, space.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+            if count >= space.count { return .oversized(count) }
+            if count > 0 { return .message(Array(UnsafeRawBufferPointer(rebasing: space[0..<count]))) }
             if count == 0 { return .closed(0) }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { return .none }
@@ -96,10 +95,10 @@ struct HookSocket: Sendable {
     }
 
     /// Receives one message, waiting at most `milliseconds` (``Received/none`` after that).
-    func receive(waitingAtMost milliseconds: Int32) -> Received {
+    func receive(waitingAtMost milliseconds: Int32, into buffer: HookMessageBuffer) -> Received {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, milliseconds) == 1 else { return .none }
-        return receive()
+        return receive(into: buffer)
     }
 
     /// A send that would block longer than `seconds` fails with EAGAIN instead.
@@ -124,5 +123,21 @@ struct HookSocket: Sendable {
 
     func close() {
         _ = Glibc.close(descriptor)
+    }
+}
+
+/// The memory one end of the connection receives messages into: one byte more than the largest message, so a
+/// longer one shows as longer (`MSG_TRUNC`).
+///
+/// `@unchecked Sendable`: used by one queue only, the one its connection's end is served on.
+final class HookMessageBuffer: @unchecked Sendable {
+    let space: UnsafeMutableRawBufferPointer
+
+    init(limit: Int = HookRunnerLimits.maximumMessageBytes) {
+        space = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 8)
+    }
+
+    deinit {
+        space.deallocate()
     }
 }
