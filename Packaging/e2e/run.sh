@@ -13,7 +13,8 @@
 #      the journal's groups is told so
 #   c. hooks: hooks in /etc/netdevd/hooks.d (the package's examples, and one that prints its environment) run
 #      for link-added, device-added, link-state and online-state (a veth made routable) with the documented
-#      NETDEVD_* environment, as root (the hook runner's user); their output is in the journal
+#      NETDEVD_* environment, as root (the hook runner's user); their output is in the journal; a hook in
+#      /etc/netdevd/link-state.d runs for link-state alone
 #   r. hook runner: a hook (run by netdevd-hooks.service, outside netdevd's sandbox) adds a route in a test
 #      namespace, restarts a unit and connects to a TCP listener on loopback; netdevd's exposure stays <= 1.0, with
 #      no capability and no IP socket family
@@ -353,6 +354,12 @@ echo "e2e-hook argv=$1 $2 uid=$(id -u)"
 env | grep -E '^(NETDEVD_[A-Z_]*|PATH)=' | grep -v '^NETDEVD_JSON=' | sort
 echo "NETDEVD_JSON bytes=$(printf %s "$NETDEVD_JSON" | wc -c)"
 HOOK
+# A hook of link-state's own directory: it runs for link-state alone.
+C mkdir -p /etc/netdevd/link-state.d
+C sh -c 'cat > /etc/netdevd/link-state.d/98-e2e-state && chmod 0755 /etc/netdevd/link-state.d/98-e2e-state' <<'HOOK'
+#!/bin/sh
+echo "e2e-state $1 $2"
+HOOK
 hooks=$(C ls /etc/netdevd/hooks.d | paste -sd' ')
 nhooks=$(echo "$hooks" | wc -w)
 say "hooks installed: $hooks (examples shipped:${examples:- none})"
@@ -432,6 +439,13 @@ else
     echo "$failed" | indent
     fail "c. hook runs: link-added ethe2e0 with all $nhooks hooks: '${ran:-no such entry}'; failures: ${failed:-none}"
 fi
+C journalctl -u netdevd.service --no-pager -o cat --since=@"$c0" SYSLOG_IDENTIFIER=98-e2e-state > "$WORK/c-state.txt"
+if grep -q '^e2e-state link-state ethe2e0$' "$WORK/c-state.txt" && ! grep -qv '^e2e-state link-state ' "$WORK/c-state.txt"; then
+    pass "c. link-state.d: 98-e2e-state ran $(grep -c . "$WORK/c-state.txt") times, for link-state only ($(sort -u "$WORK/c-state.txt" | paste -sd'|' -)); link-added ethe2e0 ran the $nhooks of hooks.d"
+else
+    indent < "$WORK/c-state.txt"; fail "c. link-state.d: 98-e2e-state did not run for link-state alone"
+fi
+C rm -rf /etc/netdevd/link-state.d
 C rm -f /etc/systemd/system/netdevd.service.d/e2e-debug.conf
 C systemctl daemon-reload
 C systemctl restart netdevd.service

@@ -51,12 +51,18 @@ public final class ControlService: Sendable {
     /// The metrics text of a model (``MetricsExporter/render(_:clients:)``), for `GetMetrics`.
     private let metrics: (@Sendable (Model) -> [UInt8])?
 
-    /// A service with no model yet; `metrics` renders `GetMetrics`' text (without it the method answers
-    /// `NotRunning`); `refused` hears of calls refused for want of permission.
+    /// How many hooks run for each event and how many files are refused, for `CountHooks`.
+    private let hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))?
+
+    /// A service with no model yet; `metrics` renders `GetMetrics`' text and `hookCounts` answers `CountHooks`
+    /// (without them those methods answer `NotRunning`); `refused` hears of calls refused for want of permission.
     public init(
-        metrics: (@Sendable (Model) -> [UInt8])? = nil, refused: @escaping @Sendable (String) -> Void = { _ in }
+        metrics: (@Sendable (Model) -> [UInt8])? = nil,
+        hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
+        refused: @escaping @Sendable (String) -> Void = { _ in }
     ) {
         self.metrics = metrics
+        self.hookCounts = hookCounts
         self.refused = refused
     }
 
@@ -187,6 +193,17 @@ public final class ControlService: Sendable {
                         let text = String(decoding: metrics(model), as: UTF8.self)
                         replier.reply(encodedParameters: Self.encoded(["text": text]) ?? Self.emptyObject)
                     }
+                },
+                "CountHooks": { [self] _, _, replier in
+                    guard let hookCounts else {
+                        replier.error("io.netdevd.NotRunning")
+                        return
+                    }
+                    // Read from the directories now: a hook dropped in counts at once, as it runs at once.
+                    let counts = hookCounts()
+                    replier.reply(
+                        encodedParameters: Self.encoded(HookCountsReport(hooks: counts.hooks, refused: counts.refused))
+                            ?? Self.emptyObject)
                 },
                 "Reload": { [self] _, peer, replier in
                     guard peer.uid == 0 else {
@@ -372,6 +389,10 @@ public final class ControlService: Sendable {
         # netdevd's metrics in Prometheus' text exposition format: what [Metrics] TextfileDirectory= writes to
         # netdevd.prom for node_exporter's textfile collector.
         method GetMetrics() -> (text: string)
+
+        # How many hooks run for each event (its own directory's, such as link-state.d, merged with hooks.d), and
+        # how many files found in them are refused (their reason is in the journal when they would run).
+        method CountHooks() -> (hooks: [string]int, refused: int)
 
         # Re-read the configuration (uid 0 only); answered when the reload ends, with the lines it ignored as
         # `file:line: message` (an unknown key, a value that does not parse), or ConfigurationRejected.

@@ -209,7 +209,9 @@ public final class Daemon: Sendable {
         )
         let server = Locked<VarlinkServer?>(nil)
         let clients: @Sendable () -> Int = { server.withLock { $0?.connectionCount } ?? 0 }
-        let control = ControlService(metrics: { model in exporter.render(model, clients: clients()) }) { text in
+        let control = ControlService(
+            metrics: { model in exporter.render(model, clients: clients()) }, hookCounts: { hooks.counts() }
+        ) { text in
             queued(.warning, text)
         }
         controller.connectView(control.view)

@@ -213,3 +213,16 @@ public struct DeviceReport: Codable, Sendable, Equatable {
         (subsystem, sysname, syspath) < (other.subsystem, other.sysname, other.syspath)
     }
 }
+
+/// `CountHooks`' reply: how many hooks run for each event, by the event's name, and how many files found in the
+/// hook directories are refused.
+public struct HookCountsReport: Codable, Sendable, Equatable {
+    public var hooks: [String: Int]
+    public var refused: Int
+
+    /// A report; the fields mean what the properties say.
+    public init(hooks: [String: Int], refused: Int) {
+        self.hooks = hooks
+        self.refused = refused
+    }
+}

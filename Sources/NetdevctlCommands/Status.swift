@@ -36,6 +36,22 @@ struct Status: NetdevctlCommand {
             print("")
             print("Devices: " + devices.joined(separator: ", "))
         }
+        // A netdevd from before CountHooks answers MethodNotFound: the line is left out, nothing else changes.
+        if let counts = try? options.call("io.netdevd.CountHooks", as: HookCountsReport.self) {
+            print(Self.hookLine(counts))
+        }
+    }
+
+    /// `Hooks: link-state 2, online-state 1 (1 refused)`: the events that run any, in netdevd's order of events.
+    static func hookLine(_ counts: HookCountsReport) -> String {
+        let order = [
+            "link-added", "link-state", "link-removed", "device-added", "device-changed", "device-removed",
+            "device-moved", "online-state",
+        ]
+        let known = order.filter { counts.hooks[$0] != nil } + counts.hooks.keys.filter { !order.contains($0) }.sorted()
+        let running = known.compactMap { event in counts.hooks[event].flatMap { $0 > 0 ? "\(event) \($0)" : nil } }
+        let refused = counts.refused > 0 ? " (\(counts.refused) refused: see netdevd's journal)" : ""
+        return "Hooks: " + (running.isEmpty ? "none" : running.joined(separator: ", ")) + refused
     }
 }
 

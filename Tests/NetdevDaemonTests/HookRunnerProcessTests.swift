@@ -69,7 +69,7 @@ struct HookRunnerProcessTests {
     func launch(_ id: Int, _ path: String, environment: [String] = ["NETDEVD_EVENT=link-added"]) -> HookRunnerRequest {
         .start(
             HookLaunch(
-                id: id, path: path, arguments: ["link-added", "t0"], environment: environment,
+                id: id, event: "link-added", path: path, arguments: ["link-added", "t0"], environment: environment,
                 timeoutMilliseconds: 5_000, killGraceMilliseconds: 500))
     }
 
@@ -89,7 +89,10 @@ struct HookRunnerProcessTests {
             let outside = try #require(served.end(of: 2))
             #expect(
                 outside.status
-                    == .notStarted("the hook runner refused it: /bin/true, which is not a hook in \(directory)"))
+                    == .notStarted(
+                        "the hook runner refused it: /bin/true, which is not a hook of link-added in "
+                            + HookCatalog.directories(for: .linkAdded, hookDirectories: [directory]).joined(
+                                separator: ", ")))
 
             served.send(launch(3, directory + "/50-echo", environment: ["LD_PRELOAD=/tmp/x.so"]))
             let preload = try #require(served.end(of: 3))
@@ -113,12 +116,54 @@ struct HookRunnerProcessTests {
             served.send(launch(5, directory + "/50-echo"))
             #expect(served.end(of: 5)?.status == .exited(0))
             let said = served.entries.withLock { $0 }
-            #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: /bin/true, which is not a hook in") })
+            #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: /bin/true, which is not a hook of") })
             #expect(said.contains { $0.contains("the environment variable LD_PRELOAD") })
             #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: a message of 131073 bytes") })
             #expect(said.contains { $0 == "Refused a request from netdevd: a message that is not a request" })
             served.client.close()
             #expect(served.ended.wait(timeout: .now() + 5) == .success)
+        }
+    }
+
+    @Test(
+        "an event's own directory runs for it alone, merged by name with hooks.d; /etc overrides /usr/lib and a mask there hides a hooks.d hook for that event; the runner refuses a hook asked for under another event"
+    )
+    func perEventDirectories() throws {
+        try withTemporaryDirectory("netdevd-events") { root in
+            let script = Data("#!/bin/sh\necho \"$(basename $0)\"\n".utf8)
+            func put(_ path: String) {
+                #expect(FileManager.default.createFile(atPath: root + path, contents: script))
+                #expect(chmod(root + path, 0o755) == 0)
+            }
+            for directory in ["/etc/hooks.d", "/etc/link-state.d", "/lib/hooks.d", "/lib/link-state.d"] {
+                try FileManager.default.createDirectory(atPath: root + directory, withIntermediateDirectories: true)
+            }
+            put("/etc/hooks.d/10-all")
+            put("/etc/hooks.d/50-both")
+            put("/lib/link-state.d/20-state")
+            put("/lib/link-state.d/30-state")
+            put("/etc/link-state.d/30-state")
+            #expect(symlink("/dev/null", root + "/etc/link-state.d/50-both") == 0)
+            let runner = HookRunner(directories: [root + "/etc/hooks.d", root + "/lib/hooks.d"], log: { _ in })
+            let state = runner.hooks(for: .linkState)
+            #expect(state.map(\.name) == ["10-all", "20-state", "30-state"])
+            #expect(state.map(\.path).last == root + "/etc/link-state.d/30-state")
+            #expect(runner.hooks(for: .linkAdded).map(\.name) == ["10-all", "50-both"])
+            let counts = runner.counts()
+            #expect(counts.hooks["link-state"] == 3 && counts.hooks["device-added"] == 2 && counts.refused == 0)
+
+            let served = Served(directories: [root + "/etc/hooks.d", root + "/lib/hooks.d"])
+            served.send(launch(1, root + "/lib/link-state.d/20-state"))
+            guard case .notStarted(let reason) = served.end(of: 1)?.status else {
+                Issue.record("a link-state hook ran for link-added")
+                return
+            }
+            #expect(reason.contains("which is not a hook of link-added"), "\(reason)")
+            guard case .start(var asked) = launch(2, root + "/lib/link-state.d/20-state") else { return }
+            asked.event = "link-state"
+            served.send(.start(asked))
+            #expect(served.end(of: 2)?.status == .exited(0))
+            served.client.close()
         }
     }
 

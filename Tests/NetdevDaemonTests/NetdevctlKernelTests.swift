@@ -68,6 +68,21 @@ struct NetdevctlKernelTests {
         let header = status.output.split(separator: "\n").first { $0.hasPrefix("IDX") }
         #expect(header?.split(separator: " ") == ["IDX", "LINK", "TYPE", "OPERATIONAL"])
         #expect(status.output.contains("192.0.2.44/24"))
+        #expect(status.output.hasSuffix("\nHooks: none\n"), "\(status.output)")
+        // A hook for every event and one in link-state.d count at once (no reload), and a refused file is said.
+        let hooks = daemon.directory + "/hooks.d", linkState = daemon.directory + "/link-state.d"
+        try FileManager.default.createDirectory(atPath: linkState, withIntermediateDirectories: true)
+        for (path, mode) in [
+            (hooks + "/10-all", 0o755), (linkState + "/20-state", 0o755), (linkState + "/30-open", 0o777),
+        ] {
+            try "#!/bin/sh\n".write(toFile: path, atomically: true, encoding: .utf8)
+            #expect(chmod(path, mode_t(mode)) == 0)
+        }
+        let counted = try netdevctl(["status"] + socket)
+        #expect(
+            counted.output.hasSuffix(
+                "\nHooks: link-added 1, link-state 2, link-removed 1, device-added 1, device-changed 1, device-removed 1, "
+                    + "device-moved 1, online-state 1 (1 refused: see netdevd's journal)\n"), "\(counted.output)")
 
         let width = max(String(index0).count, String(index1).count)
         let row = { (index: Int, rest: String) in

@@ -92,6 +92,14 @@ final class HookDiscovery: Sendable {
     /// The hooks that would run now, in lexical order; a same-named file in an earlier directory overrides, one
     /// that is a symlink to `/dev/null` masks. Refusals are explained, not dropped.
     func hooks() -> [HookFile] {
+        hooks(in: directories)
+    }
+
+    /// ``hooks()`` of another list of directories, highest priority first (an event's: its own directories and
+    /// the hook directories). Listings, examinations and reported problems are kept per directory and per file,
+    /// shared by every list: a directory used by several lists is listed once per change, and a problem with it
+    /// is said once.
+    func hooks(in directories: [String]) -> [HookFile] {
         var chosen: [String: String] = [:]
         for directory in directories.reversed() {
             for name in names(in: directory) {
@@ -107,7 +115,14 @@ final class HookDiscovery: Sendable {
             current[path] = examination
             return examination.masked ? nil : HookFile(name: name, path: path, refusal: examination.refusal)
         }
-        examinations.withLock { $0 = current }
+        // What these directories no longer hold (or no longer choose) is forgotten; other lists' files are kept.
+        let listed = Set(directories)
+        examinations.withLock { examinations in
+            examinations = examinations.filter { path, _ in
+                current[path] != nil || !listed.contains(Daemon.directory(of: path))
+            }
+            examinations.merge(current) { _, new in new }
+        }
         return hooks
     }
 

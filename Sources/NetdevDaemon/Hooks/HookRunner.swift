@@ -35,7 +35,7 @@ public final class HookRunner: Sendable {
     static let cancelledReason = "cancelled"
 
     /// Finds the hooks before every run.
-    private let discovery: HookDiscovery
+    private let catalog: HookCatalog
     /// How much of a hook's output is kept, from the end.
     public let outputTailBytes = 4096
     /// How long a hook has between SIGTERM and SIGKILL.
@@ -62,20 +62,32 @@ public final class HookRunner: Sendable {
         let queue = DispatchQueue(label: "netdevd.hooks", target: target)
         self.queue = queue
         self.target = target
-        self.discovery = HookDiscovery(directories: directories) { directory, problem in
+        let report: @Sendable (String, String) -> Void = { directory, problem in
             log(
                 JournalEntry(
                     message: "Hook directory \(directory) \(problem): its hooks do not run until it can be read",
                     priority: .error))
         }
+        self.catalog = HookCatalog(directories: directories, report: report)
         self.killGrace = killGrace
         self.log = log
         self.connection = HookRunnerConnection(endpoint: runner, directories: directories, queue: queue, log: log)
     }
 
-    /// The hooks that would run now, in lexical order, with refusals explained.
+    /// The hooks of the hook directories (every event's), in lexical order, with refusals explained.
     public func hooks() -> [HookFile] {
-        discovery.hooks()
+        catalog.everyEventHooks()
+    }
+
+    /// The hooks that would run for `event` now: its own directory's merged with the hook directories', in
+    /// lexical order, with refusals explained (``HookCatalog``).
+    public func hooks(for event: HookEvent) -> [HookFile] {
+        catalog.hooks(for: event)
+    }
+
+    /// How many hooks would run for each event, by the event's name, and how many files found are refused.
+    public func counts() -> (hooks: [String: Int], refused: Int) {
+        catalog.counts()
     }
 
     /// Runs every hook for `run`, one after another, then calls `finished` with the result (on the runner's
@@ -86,7 +98,7 @@ public final class HookRunner: Sendable {
         finished: @escaping @Sendable (HookRunResult) -> Void
     ) {
         queue.async { [self] in
-            let hooks = hooks()
+            let hooks = hooks(for: run.event)
             guard !hooks.isEmpty else {
                 finished(HookRunResult(runID: run.id, hooks: []))
                 return
@@ -229,7 +241,8 @@ private final class RunExecution: @unchecked Sendable {
             // handed over advances the run when it ends.
             launched = false
             current = runner.connection.launch(
-                hook, arguments: [run.event.rawValue, run.subjectName], environment: environment,
+                hook, event: run.event.rawValue, arguments: [run.event.rawValue, run.subjectName],
+                environment: environment,
                 timeoutMilliseconds: timeoutMilliseconds, killGraceMilliseconds: runner.killGraceMilliseconds
             ) { [self] outcome, leftProcesses in
                 current = nil

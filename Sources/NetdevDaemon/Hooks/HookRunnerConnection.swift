@@ -60,14 +60,14 @@ final class HookRunnerConnection: @unchecked Sendable {
     /// Asks the runner to start `hook`; `done` gets its outcome, on queue. Returns the launch's id (for
     /// ``terminate(_:)``), or `nil` when the hook could not be handed over (`done` has been called then).
     func launch(
-        _ hook: HookFile, arguments: [String], environment: [String], timeoutMilliseconds: Int,
+        _ hook: HookFile, event: String, arguments: [String], environment: [String], timeoutMilliseconds: Int,
         killGraceMilliseconds: Int, done: @escaping (HookOutcome, _ leftProcesses: Bool) -> Void
     ) -> Int? {
         let id = nextID
         nextID += 1
         let request = HookRunnerRequest.start(
             HookLaunch(
-                id: id, path: hook.path, arguments: arguments, environment: environment,
+                id: id, event: event, path: hook.path, arguments: arguments, environment: environment,
                 timeoutMilliseconds: timeoutMilliseconds, killGraceMilliseconds: killGraceMilliseconds))
         func notStarted(_ reason: String) -> Int? {
             done(HookOutcome(name: hook.name, status: .notStarted(reason), durationMilliseconds: 0), false)

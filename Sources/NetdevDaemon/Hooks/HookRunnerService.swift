@@ -21,7 +21,7 @@ import Glibc
 final class HookRunnerService: @unchecked Sendable {
     private let socket: HookSocket
     private let queue: DispatchQueue
-    private let discovery: HookDiscovery
+    private let catalog: HookCatalog
     /// Resolves `[Hooks] User=` and `Group=` from the configuration.
     private let resolveCredentials: @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
     /// The credentials hooks start with; resolved again before a launch while they could not be (a drop-in that
@@ -55,7 +55,7 @@ final class HookRunnerService: @unchecked Sendable {
         self.log = log
         self.ended = ended
         self.tailBytes = tailBytes
-        self.discovery = HookDiscovery(directories: directories) { directory, problem in
+        self.catalog = HookCatalog(directories: directories) { directory, problem in
             log(
                 JournalEntry(
                     message: "Hook directory \(directory) \(problem): its hooks do not run until it can be read",
@@ -107,9 +107,14 @@ final class HookRunnerService: @unchecked Sendable {
         guard running.count < HookRunnerLimits.maximumRunning else {
             return refuse(launch, "more than \(HookRunnerLimits.maximumRunning) hooks at once")
         }
-        guard let hook = discovery.hooks().first(where: { $0.path == launch.path }) else {
+        guard let event = HookEvent(rawValue: launch.event) else {
+            return refuse(launch, "an unknown event")
+        }
+        guard let hook = catalog.hooks(for: event).first(where: { $0.path == launch.path }) else {
+            let directories = HookCatalog.directories(for: event, hookDirectories: catalog.directories)
             return refuse(
-                launch, "\(launch.path), which is not a hook in \(discovery.directories.joined(separator: ", "))")
+                launch,
+                "\(launch.path), which is not a hook of \(event.rawValue) in \(directories.joined(separator: ", "))")
         }
         if let refusal = hook.refusal { return notStarted(launch, hook.name, refusal) }
         if case .failure = credentials { credentials = resolveCredentials() }

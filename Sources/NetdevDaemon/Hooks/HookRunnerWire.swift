@@ -16,6 +16,8 @@ enum HookRunnerRequest: Equatable, Sendable {
 struct HookLaunch: Equatable, Sendable {
     /// Chosen by netdevd, unique among its launches on one connection.
     var id: Int
+    /// The event whose hooks `path` must be among (its own directory's and the hook directories').
+    var event: String
     /// The hook's full path: it must be a hook the runner finds in its own directories and may run.
     var path: String
     /// The arguments after the path (`argv[1...]`).
@@ -104,6 +106,7 @@ enum HookRunnerCoding {
         case .start(let launch):
             writer.byte(1)
             writer.integer(launch.id)
+            writer.string(launch.event)
             writer.string(launch.path)
             writer.strings(launch.arguments)
             writer.strings(launch.environment)
@@ -159,13 +162,14 @@ enum HookRunnerCoding {
         let request: HookRunnerRequest?
         switch reader.byte() {
         case 1:
-            guard let id = reader.integer(), let path = reader.string(), let arguments = reader.strings(),
+            guard let id = reader.integer(), let event = reader.string(), let path = reader.string(),
+                let arguments = reader.strings(),
                 let environment = reader.strings(), let timeout = reader.integer(), let grace = reader.integer()
             else { return nil }
             request = .start(
                 HookLaunch(
-                    id: id, path: path, arguments: arguments, environment: environment, timeoutMilliseconds: timeout,
-                    killGraceMilliseconds: grace))
+                    id: id, event: event, path: path, arguments: arguments, environment: environment,
+                    timeoutMilliseconds: timeout, killGraceMilliseconds: grace))
         case 2: request = reader.integer().map { .terminate(id: $0) }
         case 3: request = .stopAll
         default: return nil

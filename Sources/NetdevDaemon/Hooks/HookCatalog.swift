@@ -1,0 +1,58 @@
+import NetdevSession
+
+/// The hooks of every event: those of the hook directories (`hooks.d`, every event) and of each event's own
+/// directory beside them (`link-state.d`, `device-added.d`, ...: that event only), merged by file name in lexical
+/// order as run-parts orders one directory.
+///
+/// For an event the directories count in this order, the first with a name winning: `/etc/netdevd/<event>.d`,
+/// `/usr/lib/netdevd/<event>.d`, `/etc/netdevd/hooks.d`, `/usr/lib/netdevd/hooks.d` (each `<event>.d` is the
+/// sibling of a hook directory, so `--hooks-dir` moves both). So `/etc` overrides `/usr/lib` as in one directory,
+/// and a file in an event's directory overrides, or masks (a symlink to `/dev/null`), a same-named hook of
+/// `hooks.d` for that event alone. Ownership rules, refusals and the directory checks are ``HookDiscovery``'s.
+final class HookCatalog: Sendable {
+    /// The hook directories, highest priority first (the `hooks.d` of every event).
+    var directories: [String] { discovery.directories }
+    /// One discovery for every event's list: listings, examinations and reported problems are shared.
+    private let discovery: HookDiscovery
+    /// Each event's directories, highest priority first.
+    private let lists: [HookEvent: [String]]
+
+    /// A catalog over `directories`; `report` hears of a directory that exists but cannot be read, once per
+    /// directory and problem.
+    init(directories: [String], report: @escaping @Sendable (_ directory: String, _ problem: String) -> Void) {
+        discovery = HookDiscovery(directories: directories, report: report)
+        var lists: [HookEvent: [String]] = [:]
+        for event in HookEvent.allCases {
+            lists[event] = Self.directories(for: event, hookDirectories: directories)
+        }
+        self.lists = lists
+    }
+
+    /// The directories `event`'s hooks come from, highest priority first: each hook directory's sibling
+    /// `<event>.d`, then the hook directories.
+    static func directories(for event: HookEvent, hookDirectories: [String]) -> [String] {
+        hookDirectories.map { Daemon.directory(of: $0) + "/" + event.rawValue + ".d" } + hookDirectories
+    }
+
+    /// The hooks of the hook directories alone (those that run for every event).
+    func everyEventHooks() -> [HookFile] {
+        discovery.hooks()
+    }
+
+    /// The hooks that would run for `event` now, in lexical order, with refusals explained.
+    func hooks(for event: HookEvent) -> [HookFile] {
+        discovery.hooks(in: lists[event] ?? directories)
+    }
+
+    /// How many hooks would run for each event (by its name), and how many files found are refused.
+    func counts() -> (hooks: [String: Int], refused: Int) {
+        var counts: [String: Int] = [:]
+        var refused: Set<String> = []
+        for event in HookEvent.allCases {
+            let hooks = hooks(for: event)
+            counts[event.rawValue] = hooks.filter { $0.refusal == nil }.count
+            for hook in hooks where hook.refusal != nil { refused.insert(hook.path) }
+        }
+        return (counts, refused.count)
+    }
+}
