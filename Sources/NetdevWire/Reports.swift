@@ -217,7 +217,9 @@ public struct DeviceReport: Codable, Sendable, Equatable {
 /// `CountHooks`' reply: how many hooks run for each event, by the event's name, and how many files found in the
 /// hook directories are refused.
 public struct HookCountsReport: Codable, Sendable, Equatable {
+    /// Event name (`link-state`) to the number of hooks that run for it.
     public var hooks: [String: Int]
+    /// Files found in the hook directories that are refused (not root's, writable by others, ...).
     public var refused: Int
 
     /// A report; the fields mean what the properties say.
