@@ -388,6 +388,21 @@ def message_catalog(binary):
     return catalog
 
 
+def wait_for_quiet(log_path, after, quiet=2.0, timeout=180):
+    """Seconds from `after` until the hook log's last line, once it has not grown for `quiet` seconds (a hook of one
+    event's directory does not run for every link's settled state, so that cannot be waited for)."""
+    deadline = time.monotonic() + timeout
+    size, changed = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        now_size = os.path.getsize(log_path)
+        if now_size != size:
+            size, changed = now_size, time.monotonic()
+        elif time.monotonic() - changed >= quiet:
+            return changed - after
+        time.sleep(0.05)
+    raise RuntimeError(f"the hook log did not settle within {timeout} s")
+
+
 def wait_for_hooks(log_path, ctl, socket_path, prefix, after, timeout=180):
     """Seconds from `after` until every prefix* link has had a hook run with the state netdevd shows for it."""
     deadline = time.monotonic() + timeout
@@ -503,6 +518,8 @@ def main():
     parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     parser.add_argument("--no-hooks", action="store_true", help="no hook (what netdevd costs without them)")
+    parser.add_argument("--hook-event", help="put the hook in this event's own directory (link-state: link-state.d) "
+                        "instead of hooks.d, so it runs for that event alone")
     parser.add_argument("--metrics", action="store_true",
                         help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at 1,000 links")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
@@ -524,7 +541,11 @@ def main():
     hook_log = os.path.join(workdir, "hooks.log")
     open(hook_log, "w").close()
     if not options.no_hooks:
-        hook = os.path.join(hooks_dir, "50-log")
+        hook_dir = hooks_dir
+        if options.hook_event:
+            hook_dir = os.path.join(workdir, f"{options.hook_event}.d")
+            os.makedirs(hook_dir)
+        hook = os.path.join(hook_dir, "50-log")
         with open(hook, "w") as f:
             f.write(f'#!/bin/sh\necho "$1 $2 $NETDEVD_OPER_STATE" >>{hook_log}\n')
         os.chmod(hook, 0o755)
@@ -575,7 +596,11 @@ def main():
                            f"link set nb{i:03d}a up", f"link set nb{i:03d}b up"]
             hook_lines0 = sum(1 for _ in open(hook_log))
             before, returned = burst(figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
-            if not options.no_hooks:
+            if options.hook_event:
+                figures[f"{label}: the hook's runs ended, after ip -batch returned (s)"] = round(
+                    wait_for_quiet(hook_log, returned), 2)
+                figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
+            elif not options.no_hooks:
                 hooks = wait_for_hooks(hook_log, ctl, daemon.socket_path, "nb", returned)
                 figures[f"{label}: every link's hooks ran for its settled state, after ip -batch returned (s)"] = round(
                     hooks, 2)
@@ -652,7 +677,11 @@ def main():
             hook_lines0 = sum(1 for _ in open(hook_log))
             before, returned = burst(figures, label, delete, ctl, daemon, sampler, 0, journald)
             problems = settle_drift(ctl, daemon.socket_path)
-            if not options.no_hooks:
+            if options.hook_event:
+                figures[f"{label}: the hook's runs ended, after ip -batch returned (s)"] = round(
+                    wait_for_quiet(hook_log, returned), 2)
+                figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
+            elif not options.no_hooks:
                 for event in ("link-removed", "device-removed"):
                     figures[f"{label}: {event} runs"] = lifecycle_runs(hook_log, hook_lines0, event, "nb", 2 * PAIRS)
             time.sleep(2)
