@@ -9,6 +9,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -184,3 +186,56 @@ int netdevd_spawn(
     return 0;
 }
 #endif
+
+ssize_t netdevd_send_with_descriptor(int socket, const void *bytes, size_t length, int descriptor, int flags) {
+    struct iovec vector = {(void *)bytes, length};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    if (descriptor >= 0) {
+        memset(&control, 0, sizeof control);
+        message.msg_control = control.buffer;
+        message.msg_controllen = sizeof control.buffer;
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(header), &descriptor, sizeof(int));
+    }
+    return sendmsg(socket, &message, flags);
+}
+
+ssize_t netdevd_receive_with_descriptor(int socket, void *bytes, size_t length, int flags, int *descriptor) {
+    struct iovec vector = {bytes, length};
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 4)];
+        struct cmsghdr align;
+    } control;
+    struct msghdr message = {0};
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    *descriptor = -1;
+    ssize_t received = recvmsg(socket, &message, flags | MSG_CMSG_CLOEXEC);
+    if (received < 0) return received;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t index = 0; index < count; index++) {
+            int passed;
+            memcpy(&passed, CMSG_DATA(header) + index * sizeof(int), sizeof(int));
+            // One descriptor is expected; any other is closed, never left open.
+            if (*descriptor < 0) *descriptor = passed; else close(passed);
+        }
+    }
+    return received;
+}
+
+int netdevd_memfd(const char *name) {
+    return memfd_create(name, MFD_CLOEXEC);
+}

@@ -167,6 +167,61 @@ struct HookRunnerProcessTests {
         }
     }
 
+    @Test(
+        "batch hooks: a run gets the events since the last as JSON lines on its standard input, each event reaches one run of each batch hook, and a hook that never reads blocks nothing"
+    )
+    func batchHooks() throws {
+        try withTemporaryDirectory("netdevd-batch") { root in
+            for directory in ["/hooks.d", "/batch.d", "/out"] {
+                try FileManager.default.createDirectory(atPath: root + directory, withIntermediateDirectories: true)
+            }
+            let scripts = [
+                "50-collect":
+                    "#!/bin/sh\n[ \"$1 $NETDEVD_EVENT\" = \"batch batch\" ] || exit 9\ncat > \"\(root)/out/$$.$2\"\n",
+                "60-ignore": "#!/bin/sh\nexit 3\n",
+            ]
+            for (name, script) in scripts {
+                #expect(FileManager.default.createFile(atPath: root + "/batch.d/" + name, contents: Data(script.utf8)))
+                #expect(chmod(root + "/batch.d/" + name, 0o755) == 0)
+            }
+            let entries = Locked<[String]>([])
+            let runner = HookRunner(directories: [root + "/hooks.d"]) { entry in
+                entries.withLock { $0.append(entry.value(of: .message) ?? "") }
+            }
+            defer { runner.killAll() }
+            for id in 1...50 {
+                let run = HookRun(
+                    id: id, subject: .link(index: Int32(id)), event: .linkState, subjectName: "b\(id)",
+                    environment: [LogField("NETDEVD_IFNAME", "b\(id)")], link: nil, device: nil,
+                    timeoutMilliseconds: 5_000)
+                runner.start(run, timeoutMilliseconds: 5_000) { _ in }
+            }
+            func delivered() -> [[String: Any]] {
+                let files = (try? FileManager.default.contentsOfDirectory(atPath: root + "/out")) ?? []
+                return files.flatMap { file in
+                    ((try? String(contentsOfFile: root + "/out/" + file, encoding: .utf8)) ?? "")
+                        .split(separator: "\n").compactMap {
+                            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+                        }
+                }
+            }
+            func held() -> Int {
+                entries.withLock { $0 }.compactMap { line -> Int? in
+                    guard line.hasPrefix("Batch hook 60-ignore exited with status 3; it held ") else { return nil }
+                    return Int(line.split(separator: " ")[9])
+                }.reduce(0, +)
+            }
+            #expect(waitUntil(timeout: 10) { delivered().count == 50 && held() == 50 }, "\(entries.withLock { $0 })")
+            let names = delivered().compactMap { $0["NETDEVD_IFNAME"] as? String }
+            #expect(names.sorted() == (1...50).map { "b\($0)" }.sorted(), "every event exactly once")
+            #expect(delivered().allSatisfy { $0["NETDEVD_EVENT"] as? String == "link-state" })
+            let runs = (try FileManager.default.contentsOfDirectory(atPath: root + "/out"))
+            #expect(runs.count < 50, "one run per event: \(runs.count)")
+            // Each run's file is named after its count: the counts add up to the events.
+            #expect(runs.compactMap { $0.split(separator: ".").last.flatMap { Int($0) } }.reduce(0, +) == 50)
+        }
+    }
+
     @Test("requests and replies survive their encoding; a message cut short, padded or of an unknown kind is none")
     func coding() {
         let requests: [HookRunnerRequest] = [

@@ -55,3 +55,14 @@ struct netdevd_credentials {
 int netdevd_spawn(
     const char *path, char *const argv[], char *const envp[], int input, int output,
     const struct netdevd_credentials *credentials, pid_t *pid, int *pidfd);
+
+/// Sends `length` bytes on `socket` (sendmsg with `flags`), with `descriptor` passed along (SCM_RIGHTS) unless it
+/// is -1. Returns what sendmsg returns.
+ssize_t netdevd_send_with_descriptor(int socket, const void *bytes, size_t length, int descriptor, int flags);
+
+/// Receives one message into `bytes` (recvmsg with `flags`), and the descriptor passed with it into
+/// `*descriptor` (close-on-exec; -1 when none; any further one is closed). Returns what recvmsg returns.
+ssize_t netdevd_receive_with_descriptor(int socket, void *bytes, size_t length, int flags, int *descriptor);
+
+/// A close-on-exec memfd (memfd_create(2)), or -1 with errno set.
+int netdevd_memfd(const char *name);

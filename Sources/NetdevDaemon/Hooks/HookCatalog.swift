@@ -34,6 +34,14 @@ final class HookCatalog: Sendable {
         hookDirectories.map { Daemon.directory(of: $0) + "/" + event.rawValue + ".d" } + hookDirectories
     }
 
+    /// The directories of the batch hooks: `batch.d` beside each hook directory, highest priority first.
+    var batchDirectories: [String] { directories.map { Daemon.directory(of: $0) + "/batch.d" } }
+
+    /// The batch hooks (``HookBatches``), in lexical order, with refusals explained.
+    func batchHooks() -> [HookFile] {
+        discovery.hooks(in: batchDirectories)
+    }
+
     /// The hooks of the hook directories alone (those that run for every event).
     func everyEventHooks() -> [HookFile] {
         discovery.hooks()

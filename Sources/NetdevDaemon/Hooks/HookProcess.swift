@@ -54,13 +54,15 @@ final class HookProcess: @unchecked Sendable {
     }
 
     /// Starts `hook` with `arguments` and `environment` in a process group of its own, as `credentials`' user
-    /// (the runner's own when `nil`), standard input from /dev/null and standard output and error into a pipe. On
+    /// (the runner's own when `nil`), standard input from `input` (/dev/null when -1) and standard output and error
+    /// into a pipe. On
     /// queue only. Returns the reason when it cannot.
     static func spawn(
         _ hook: HookFile,
         arguments: [String],
         environment: [String],
         credentials: HookCredentials? = nil,
+        input: Int32 = -1,
         tailBytes: Int,
         queue: DispatchQueue
     ) -> Result<HookProcess, SpawnFailure> {
@@ -73,13 +75,13 @@ final class HookProcess: @unchecked Sendable {
         let spawned = CStrings.with(arguments) { argv in
             CStrings.with(environment) { envp in
                 guard let credentials else {
-                    return netdevd_spawn(hook.path, argv, envp, -1, ends[1], nil, &pid, &exitDescriptor)
+                    return netdevd_spawn(hook.path, argv, envp, input, ends[1], nil, &pid, &exitDescriptor)
                 }
                 return credentials.groups.withUnsafeBufferPointer { groups in
                     var identity = netdevd_credentials(
                         uid: credentials.uid, gid: credentials.gid, group_count: groups.count,
                         groups: groups.baseAddress)
-                    return netdevd_spawn(hook.path, argv, envp, -1, ends[1], &identity, &pid, &exitDescriptor)
+                    return netdevd_spawn(hook.path, argv, envp, input, ends[1], &identity, &pid, &exitDescriptor)
                 }
             }
         }

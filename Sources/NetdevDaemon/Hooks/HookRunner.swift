@@ -35,19 +35,21 @@ public final class HookRunner: Sendable {
     static let cancelledReason = "cancelled"
 
     /// Finds the hooks before every run.
-    private let catalog: HookCatalog
+    let catalog: HookCatalog
+    /// The batch hooks' events and runs.
+    private let batches: HookBatches
     /// How much of a hook's output is kept, from the end.
     public let outputTailBytes = 4096
     /// How long a hook has between SIGTERM and SIGKILL.
     public let killGrace: DispatchTimeInterval
-    private let log: @Sendable (JournalEntry) -> Void
+    let log: @Sendable (JournalEntry) -> Void
     /// The runs in progress, by id (for ``cancel(_:)``).
     private let executions = Locked<[Int: RunExecution]>([:])
     /// Where discovery and the runner's requests and replies are handled: a serial queue no hook ever blocks
     /// (netdevd targets it at the loop's queue, so a run starts and ends without a thread hop).
-    fileprivate let queue: DispatchQueue
+    let queue: DispatchQueue
     /// The hook runner, reached from `queue`.
-    fileprivate let connection: HookRunnerConnection
+    let connection: HookRunnerConnection
     /// The queue `queue` targets, if any (``killAll()`` does not wait for it from its own thread).
     private let target: DispatchQueue?
 
@@ -72,6 +74,7 @@ public final class HookRunner: Sendable {
         self.killGrace = killGrace
         self.log = log
         self.connection = HookRunnerConnection(endpoint: runner, directories: directories, queue: queue, log: log)
+        self.batches = HookBatches()
     }
 
     /// The hooks of the hook directories (every event's), in lexical order, with refusals explained.
@@ -98,6 +101,7 @@ public final class HookRunner: Sendable {
         finished: @escaping @Sendable (HookRunResult) -> Void
     ) {
         queue.async { [self] in
+            batches.add(run, timeoutMilliseconds: timeoutMilliseconds, runner: self)
             let hooks = hooks(for: run.event)
             guard !hooks.isEmpty else {
                 finished(HookRunResult(runID: run.id, hooks: []))
@@ -150,7 +154,7 @@ public final class HookRunner: Sendable {
         log(entry)
     }
 
-    fileprivate var killGraceMilliseconds: Int {
+    var killGraceMilliseconds: Int {
         switch killGrace {
         case .seconds(let value): value.multipliedReportingOverflow(by: 1000).overflow ? .max : value * 1000
         case .milliseconds(let value): value

@@ -57,11 +57,13 @@ final class HookRunnerConnection: @unchecked Sendable {
         self.log = log
     }
 
-    /// Asks the runner to start `hook`; `done` gets its outcome, on queue. Returns the launch's id (for
-    /// ``terminate(_:)``), or `nil` when the hook could not be handed over (`done` has been called then).
+    /// Asks the runner to start `hook`, with `input` as its standard input unless it is -1 (the caller keeps and
+    /// closes it); `done` gets its outcome, on queue. Returns the launch's id (for ``terminate(_:)``), or `nil` when
+    /// the hook could not be handed over (`done` has been called then).
     func launch(
-        _ hook: HookFile, event: String, arguments: [String], environment: [String], timeoutMilliseconds: Int,
-        killGraceMilliseconds: Int, done: @escaping (HookOutcome, _ leftProcesses: Bool) -> Void
+        _ hook: HookFile, event: String, arguments: [String], environment: [String], input: Int32 = -1,
+        timeoutMilliseconds: Int, killGraceMilliseconds: Int,
+        done: @escaping (HookOutcome, _ leftProcesses: Bool) -> Void
     ) -> Int? {
         let id = nextID
         nextID += 1
@@ -80,7 +82,7 @@ final class HookRunnerConnection: @unchecked Sendable {
         if let problem = connect() { return notStarted(problem) }
         guard let socket else { return notStarted("no hook runner") }
         pending[id] = (hook.name, done)
-        guard send(bytes, on: socket) else {
+        guard send(bytes, on: socket, passing: input) else {
             let reason = String(cString: strerror(errno))
             pending[id] = nil
             lost("a request could not be sent: \(reason)")
@@ -128,15 +130,15 @@ final class HookRunnerConnection: @unchecked Sendable {
 
     /// Sends without blocking the hooks' queue (it is the loop's): a runner that does not read for 100 ms more is
     /// not waited for.
-    private func send(_ bytes: [UInt8], on socket: HookSocket) -> Bool {
-        if socket.sendNow(bytes) { return true }
+    private func send(_ bytes: [UInt8], on socket: HookSocket, passing: Int32 = -1) -> Bool {
+        if socket.sendNow(bytes, passing: passing) { return true }
         guard errno == EAGAIN || errno == EWOULDBLOCK else { return false }
         var entry = pollfd(fd: socket.descriptor, events: Int16(POLLOUT), revents: 0)
         guard poll(&entry, 1, 100) == 1 else {
             errno = EAGAIN
             return false
         }
-        return socket.sendNow(bytes)
+        return socket.sendNow(bytes, passing: passing)
     }
 
     /// Reaches the runner unless connected; returns why it cannot.

@@ -76,7 +76,7 @@ final class HookRunnerService: @unchecked Sendable {
     private func readable() {
         for _ in 0..<64 where !closing {
             switch socket.receive(into: received) {
-            case .message(let bytes): handle(bytes)
+            case .message(let bytes): handle(bytes, input: received.takeDescriptor())
             case .oversized(let count):
                 refuse(nil, "a message of \(count) bytes (at most \(HookRunnerLimits.maximumMessageBytes))")
             case .none: return
@@ -85,13 +85,15 @@ final class HookRunnerService: @unchecked Sendable {
         }
     }
 
-    private func handle(_ bytes: [UInt8]) {
+    /// One request; `input` is the descriptor passed with it (a start's standard input), closed once used.
+    private func handle(_ bytes: [UInt8], input: Int32) {
+        defer { if input >= 0 { Glibc.close(input) } }
         guard let request = HookRunnerCoding.decodeRequest(bytes) else {
             refuse(nil, "a message that is not a request")
             return
         }
         switch request {
-        case .start(let launch): start(launch)
+        case .start(let launch): start(launch, input: input)
         case .terminate(let id): running[id].map { $0.process.terminate(killGrace: $0.grace) }
         case .stopAll:
             watcher?.killAll()
@@ -99,7 +101,7 @@ final class HookRunnerService: @unchecked Sendable {
         }
     }
 
-    private func start(_ launch: HookLaunch) {
+    private func start(_ launch: HookLaunch, input: Int32) {
         if let problem = launch.problem(allowedNames: HookRunnerLimits.isHookVariable) {
             return refuse(launch, problem)
         }
@@ -107,14 +109,21 @@ final class HookRunnerService: @unchecked Sendable {
         guard running.count < HookRunnerLimits.maximumRunning else {
             return refuse(launch, "more than \(HookRunnerLimits.maximumRunning) hooks at once")
         }
-        guard let event = HookEvent(rawValue: launch.event) else {
+        let hooks: [HookFile]
+        let directories: [String]
+        if launch.event == HookBatches.event {
+            hooks = catalog.batchHooks()
+            directories = catalog.batchDirectories
+        } else if let event = HookEvent(rawValue: launch.event) {
+            hooks = catalog.hooks(for: event)
+            directories = HookCatalog.directories(for: event, hookDirectories: catalog.directories)
+        } else {
             return refuse(launch, "an unknown event")
         }
-        guard let hook = catalog.hooks(for: event).first(where: { $0.path == launch.path }) else {
-            let directories = HookCatalog.directories(for: event, hookDirectories: catalog.directories)
+        guard let hook = hooks.first(where: { $0.path == launch.path }) else {
             return refuse(
                 launch,
-                "\(launch.path), which is not a hook of \(event.rawValue) in \(directories.joined(separator: ", "))")
+                "\(launch.path), which is not a hook of \(launch.event) in \(directories.joined(separator: ", "))")
         }
         if let refusal = hook.refusal { return notStarted(launch, hook.name, refusal) }
         if case .failure = credentials { credentials = resolveCredentials() }
@@ -128,7 +137,7 @@ final class HookRunnerService: @unchecked Sendable {
         }
         let spawned = HookProcess.spawn(
             hook, arguments: [hook.path] + launch.arguments, environment: Self.baseEnvironment + launch.environment,
-            credentials: identity, tailBytes: tailBytes, queue: queue)
+            credentials: identity, input: input, tailBytes: tailBytes, queue: queue)
         switch spawned {
         case .failure(let failure): notStarted(launch, hook.name, failure.reason)
         case .success(let process):

@@ -67,11 +67,13 @@ struct HookSocket: Sendable {
         }
     }
 
-    /// Sends one message without blocking; `false` with `errno` set (EAGAIN: the peer's queue is full).
-    func sendNow(_ bytes: [UInt8]) -> Bool {
+    /// Sends one message without blocking, with `passing` (a descriptor the peer receives a copy of) unless it is
+    /// -1; `false` with `errno` set (EAGAIN: the peer's queue is full).
+    func sendNow(_ bytes: [UInt8], passing: Int32 = -1) -> Bool {
         while true {
             let sent = bytes.withUnsafeBytes {
-                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                netdevd_send_with_descriptor(
+                    descriptor, $0.baseAddress, $0.count, passing, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
             }
             if sent == bytes.count { return true }
             if sent < 0 && errno == EINTR { continue }
@@ -84,7 +86,10 @@ struct HookSocket: Sendable {
     func receive(into buffer: HookMessageBuffer) -> Received {
         let space = buffer.space
         while true {
-            let count = recv(descriptor, space.baseAddress, space.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+            var passed: Int32 = -1
+            let count = netdevd_receive_with_descriptor(
+                descriptor, space.baseAddress, space.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC), &passed)
+            buffer.keep(passed)
             if count >= space.count { return .oversized(count) }
             if count > 0 { return .message(Array(UnsafeRawBufferPointer(rebasing: space[0..<count]))) }
             if count == 0 { return .closed(0) }
@@ -132,12 +137,27 @@ struct HookSocket: Sendable {
 /// `@unchecked Sendable`: used by one queue only, the one its connection's end is served on.
 final class HookMessageBuffer: @unchecked Sendable {
     let space: UnsafeMutableRawBufferPointer
+    /// The descriptor passed with the last message received, until taken (closed if the next message comes first).
+    private var passed: Int32 = -1
+
+    /// Keeps the descriptor of the message just received.
+    func keep(_ descriptor: Int32) {
+        if passed >= 0 { close(passed) }
+        passed = descriptor
+    }
+
+    /// The descriptor passed with the last message, now the caller's to close; -1 when none was.
+    func takeDescriptor() -> Int32 {
+        defer { passed = -1 }
+        return passed
+    }
 
     init(limit: Int = HookRunnerLimits.maximumMessageBytes) {
         space = UnsafeMutableRawBufferPointer.allocate(byteCount: limit + 1, alignment: 8)
     }
 
     deinit {
+        if passed >= 0 { close(passed) }
         space.deallocate()
     }
 }
