@@ -46,7 +46,7 @@ struct Status: NetdevctlCommand {
     static func hookLine(_ counts: HookCountsReport) -> String {
         let order = [
             "link-added", "link-state", "link-removed", "device-added", "device-changed", "device-removed",
-            "device-moved", "online-state",
+            "device-moved", "online-state", "batch",
         ]
         let known = order.filter { counts.hooks[$0] != nil } + counts.hooks.keys.filter { !order.contains($0) }.sorted()
         let running = known.compactMap { event in counts.hooks[event].flatMap { $0 > 0 ? "\(event) \($0)" : nil } }

@@ -140,7 +140,14 @@ struct NetdevdCommand {
         record = parsed.value("record")
         replay = parsed.value("replay")
         json = parsed.flag("json")
-        if !parsed.values("hooks-dir").isEmpty { hooksDirectories = parsed.values("hooks-dir") }
+        if !parsed.values("hooks-dir").isEmpty {
+            // Without a trailing '/': an event's directory is the hook directory's sibling, not inside it.
+            hooksDirectories = parsed.values("hooks-dir").map { directory in
+                var trimmed = Substring(directory)
+                while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed = trimmed.dropLast() }
+                return String(trimmed)
+            }
+        }
         receiveBuffer = try number("receive-buffer", receiveBuffer)
         hookKillGrace = try number("hook-kill-grace", hookKillGrace)
         monitorBuffer = try number("monitor-buffer", monitorBuffer)

@@ -110,18 +110,38 @@ struct HookRunnerProcessTests {
                 return
             }
 
-            // A message over the limit, and one that is not a request: said, and the connection goes on.
-            #expect(served.client.send([UInt8](repeating: 0x20, count: HookRunnerLimits.maximumMessageBytes + 1)))
-            #expect(served.client.send([1, 0, 0]))
-            served.send(launch(5, directory + "/50-echo"))
-            #expect(served.end(of: 5)?.status == .exited(0))
+            // A standard input passed with an ordinary hook's start is refused (only batch hooks read one).
+            let passed = open("/dev/null", O_RDONLY)
+            #expect(served.client.sendNow(HookRunnerCoding.encode(launch(5, directory + "/50-echo")), passing: passed))
+            close(passed)
+            #expect(
+                served.end(of: 5)?.status
+                    == .notStarted(
+                        "the hook runner refused it: a standard input passed for a hook of link-added, which gets /dev/null"
+                    ))
             let said = served.entries.withLock { $0 }
             #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: /bin/true, which is not a hook of") })
             #expect(said.contains { $0.contains("the environment variable LD_PRELOAD") })
-            #expect(said.contains { $0.hasPrefix("Refused a request from netdevd: a message of 131073 bytes") })
-            #expect(said.contains { $0 == "Refused a request from netdevd: a message that is not a request" })
+            // A message that is not a request cannot be answered: said, and the connection closed (netdevd then
+            // counts what ran as lost and reconnects).
+            #expect(served.client.send([1, 0, 0]))
+            #expect(served.ended.wait(timeout: .now() + 5) == .success, "the connection stayed open")
+            #expect(
+                served.entries.withLock { $0 }.last
+                    == "Refused a request from netdevd: a message that is not a request; the connection is closed")
+        }
+    }
+
+    @Test("a message over the limit is said and closes the connection (a start in it could never be answered)")
+    func oversized() throws {
+        try withHooks([]) { directory in
+            let served = Served(directories: [directory])
+            #expect(served.client.send([UInt8](repeating: 0x20, count: HookRunnerLimits.maximumMessageBytes + 1)))
+            #expect(served.ended.wait(timeout: .now() + 5) == .success, "the connection stayed open")
+            #expect(
+                served.entries.withLock { $0 }.first?.hasPrefix(
+                    "Refused a request from netdevd: a message of 131073 bytes") == true)
             served.client.close()
-            #expect(served.ended.wait(timeout: .now() + 5) == .success)
         }
     }
 

@@ -65,6 +65,13 @@ final class HookBatches: @unchecked Sendable {
         scheduled = false
         guard !running, !lines.isEmpty else { return }
         let hooks = runner.catalog.batchHooks()
+        if hooks.isEmpty {
+            runner.log(
+                JournalEntry(
+                    message:
+                        "Dropped \(quantity(lines.count, "event")) for the batch hooks: batch.d holds none any more",
+                    priority: .warning))
+        }
         let contents = Array(lines.joined())
         let count = lines.count
         lines = []

@@ -52,13 +52,14 @@ final class HookCatalog: Sendable {
         discovery.hooks(in: lists[event] ?? directories)
     }
 
-    /// How many hooks would run for each event (by its name), and how many files found are refused.
+    /// How many hooks would run for each event (by its name; `batch` for the batch hooks), and how many files
+    /// found are refused.
     func counts() -> (hooks: [String: Int], refused: Int) {
         var counts: [String: Int] = [:]
         var refused: Set<String> = []
-        for event in HookEvent.allCases {
-            let hooks = hooks(for: event)
-            counts[event.rawValue] = hooks.filter { $0.refusal == nil }.count
+        let lists = HookEvent.allCases.map { ($0.rawValue, hooks(for: $0)) } + [(HookBatches.event, batchHooks())]
+        for (name, hooks) in lists {
+            counts[name] = hooks.filter { $0.refusal == nil }.count
             for hook in hooks where hook.refusal != nil { refused.insert(hook.path) }
         }
         return (counts, refused.count)

@@ -101,9 +101,11 @@ final class HookDiscovery: Sendable {
     /// is said once.
     func hooks(in directories: [String]) -> [HookFile] {
         var chosen: [String: String] = [:]
+        var present: Set<String> = []
         for directory in directories.reversed() {
             for name in names(in: directory) {
                 chosen[name] = directory + "/" + name
+                present.insert(directory + "/" + name)
             }
         }
         let now = PollerTimer.now()
@@ -115,11 +117,12 @@ final class HookDiscovery: Sendable {
             current[path] = examination
             return examination.masked ? nil : HookFile(name: name, path: path, refusal: examination.refusal)
         }
-        // What these directories no longer hold (or no longer choose) is forgotten; other lists' files are kept.
+        // What these directories no longer hold is forgotten; a file they hold but this list does not choose (a
+        // hooks.d hook an event's directory overrides) is kept for the lists that do.
         let listed = Set(directories)
         examinations.withLock { examinations in
             examinations = examinations.filter { path, _ in
-                current[path] != nil || !listed.contains(Daemon.directory(of: path))
+                present.contains(path) || !listed.contains(Daemon.directory(of: path))
             }
             examinations.merge(current) { _, new in new }
         }

@@ -78,7 +78,12 @@ final class HookRunnerService: @unchecked Sendable {
             switch socket.receive(into: received) {
             case .message(let bytes): handle(bytes, input: received.takeDescriptor())
             case .oversized(let count):
-                refuse(nil, "a message of \(count) bytes (at most \(HookRunnerLimits.maximumMessageBytes))")
+                // A start that is not read would never be answered: netdevd learns of it by the connection's end.
+                refuse(
+                    nil,
+                    "a message of \(count) bytes (at most \(HookRunnerLimits.maximumMessageBytes)); the connection is closed"
+                )
+                close()
             case .none: return
             case .closed: close()
             }
@@ -89,8 +94,13 @@ final class HookRunnerService: @unchecked Sendable {
     private func handle(_ bytes: [UInt8], input: Int32) {
         defer { if input >= 0 { Glibc.close(input) } }
         guard let request = HookRunnerCoding.decodeRequest(bytes) else {
-            refuse(nil, "a message that is not a request")
+            // Not answerable (a netdevd of another version, or not netdevd): it learns of it by the connection's end.
+            refuse(nil, "a message that is not a request; the connection is closed")
+            close()
             return
+        }
+        if input >= 0, case .start(let launch) = request, launch.event != HookBatches.event {
+            return refuse(launch, "a standard input passed for a hook of \(launch.event), which gets /dev/null")
         }
         switch request {
         case .start(let launch): start(launch, input: input)
