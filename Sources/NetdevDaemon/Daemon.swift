@@ -269,24 +269,6 @@ public final class Daemon: Sendable {
     /// netdevd's version, as `org.varlink.service.GetInfo` and `netdevd_build_info` report it.
     public static let version = "0.1.0"
 
-    /// The directory part of `path` (`.` when it has none, `/` for a file in the root).
-    static func directory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    /// Creates `path` and its missing parents (mode 0755); returns what went wrong, in words, or `nil`.
-    static func makeDirectories(_ path: String) -> String? {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                return "cannot create \(prefix): \(String(cString: strerror(errno)))"
-            }
-        }
-        return nil
-    }
-
     /// Serves `io.netdevd` on the socket systemd passed (socket activation) or on `options.socketPath`. A failure
     /// is logged and netdevd goes on without a control socket.
     private func startControlServer(
@@ -297,8 +279,8 @@ public final class Daemon: Sendable {
             listening = passed.fileDescriptor
             log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
         } else {
-            let directory = Self.directory(of: options.socketPath)
-            if let problem = Self.makeDirectories(directory) {
+            let directory = Paths.directory(of: options.socketPath)
+            if let problem = Paths.makeDirectories(directory) {
                 log(4, "No control socket, netdevctl cannot reach this netdevd: \(problem)")
                 return nil
             }

@@ -183,7 +183,7 @@ public final class MetricsTextfile: Sendable {
     /// an operator can act on, or `nil`.
     static func replace(_ path: String, with bytes: [UInt8]) -> String? {
         // Failures name the template, not the random name: a failure that repeats reads the same, and is said once.
-        let named = Daemon.directory(of: path) + "/.netdevd.prom.XXXXXX"
+        let named = Paths.directory(of: path) + "/.netdevd.prom.XXXXXX"
         var template = Array(named.utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkostemp($0.baseAddress!, O_CLOEXEC) }
         let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)

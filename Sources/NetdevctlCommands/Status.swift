@@ -1,4 +1,5 @@
 import CommandOptions
+import NetdevSession
 import NetdevWire
 import Varlink
 
@@ -36,18 +37,21 @@ struct Status: NetdevctlCommand {
             print("")
             print("Devices: " + devices.joined(separator: ", "))
         }
-        // A netdevd from before CountHooks answers MethodNotFound: the line is left out, nothing else changes.
-        if let counts = try? options.call("io.netdevd.CountHooks", as: HookCountsReport.self) {
-            print(Self.hookLine(counts))
+        do {
+            print(Self.hookLine(try options.call("io.netdevd.CountHooks", as: HookCountsReport.self)))
+        } catch let failure as CommandFailure {
+            // A netdevd from before CountHooks answers MethodNotFound: the line is left out. Anything else is said.
+            if !failure.message.contains("MethodNotFound") {
+                print("Hooks: unknown (\(failure.message.dropFirst("netdevctl: ".count)))")
+            }
+        } catch {
+            print("Hooks: unknown (\(error))")
         }
     }
 
     /// `Hooks: link-state 2, online-state 1 (1 refused)`: the events that run any, in netdevd's order of events.
     static func hookLine(_ counts: HookCountsReport) -> String {
-        let order = [
-            "link-added", "link-state", "link-removed", "device-added", "device-changed", "device-removed",
-            "device-moved", "online-state", "batch",
-        ]
+        let order = HookEvent.allCases.map(\.rawValue) + ["batch"]
         let known = order.filter { counts.hooks[$0] != nil } + counts.hooks.keys.filter { !order.contains($0) }.sorted()
         let running = known.compactMap { event in counts.hooks[event].flatMap { $0 > 0 ? "\(event) \($0)" : nil } }
         let refused = counts.refused > 0 ? " (\(counts.refused) refused: see netdevd's journal)" : ""

@@ -112,7 +112,7 @@ struct HookRunnerProcessTests {
 
             // A standard input passed with an ordinary hook's start is refused (only batch hooks read one).
             let passed = open("/dev/null", O_RDONLY)
-            #expect(served.client.sendNow(HookRunnerCoding.encode(launch(5, directory + "/50-echo")), passing: passed))
+            #expect(served.client.send(HookRunnerCoding.encode(launch(5, directory + "/50-echo")), passing: passed))
             close(passed)
             #expect(
                 served.end(of: 5)?.status

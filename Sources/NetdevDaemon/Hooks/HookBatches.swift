@@ -43,7 +43,15 @@ final class HookBatches: @unchecked Sendable {
             guard let equals = assignment.firstIndex(of: "=") else { continue }
             object[String(assignment[..<equals])] = String(assignment[assignment.index(after: equals)...])
         }
-        guard var line = try? JSONTextEncoder().encode(object) else { return }
+        var line: [UInt8]
+        do {
+            line = try JSONTextEncoder().encode(object)
+        } catch {
+            // Strings only: the encoder fails on nothing here, but an event lost must still be said.
+            runner.log(
+                JournalEntry(message: "An event was not given to the batch hooks: \(error)", priority: .warning))
+            return
+        }
         line.append(UInt8(ascii: "\n"))
         guard bytes + line.count <= Self.maximumBytes else {
             dropped += 1
@@ -72,8 +80,11 @@ final class HookBatches: @unchecked Sendable {
                         "Dropped \(quantity(lines.count, "event")) for the batch hooks: batch.d holds none any more",
                     priority: .warning))
         }
-        let contents = Array(lines.joined())
         let count = lines.count
+        // One memory file for the whole batch, written from the lines as they are (no joined copy); each batch hook
+        // reads it from its start (``runHook(_:at:input:count:runner:)``).
+        let input = Self.memoryFile(lines)
+        let failure = errno
         lines = []
         bytes = 0
         if dropped > 0 {
@@ -85,12 +96,22 @@ final class HookBatches: @unchecked Sendable {
                     priority: .warning))
             dropped = 0
         }
+        guard input >= 0 else {
+            for hook in hooks {
+                say(
+                    hook.name, "was not started (its input: \(String(cString: strerror(failure))))", count: count,
+                    runner: runner)
+            }
+            return
+        }
         running = true
-        runHook(hooks, at: 0, contents: contents, count: count, runner: runner)
+        runHook(hooks, at: 0, input: input, count: count, runner: runner)
     }
 
-    /// Runs `hooks[index...]` one after another, each with its own copy of the events, then the next batch.
-    private func runHook(_ hooks: [HookFile], at start: Int, contents: [UInt8], count: Int, runner: HookRunner) {
+    /// Runs `hooks[index...]` one after another on the batch's memory file, then closes it and starts the next
+    /// batch. The runner receives the same open file for each hook, and the hooks run one at a time: the offset is
+    /// reset before each, so each reads every event.
+    private func runHook(_ hooks: [HookFile], at start: Int, input: Int32, count: Int, runner: HookRunner) {
         var index = start
         while index < hooks.count {
             let hook = hooks[index]
@@ -99,13 +120,7 @@ final class HookBatches: @unchecked Sendable {
                 say(hook.name, "was not started (\(refusal))", count: count, runner: runner)
                 continue
             }
-            let input = Self.memoryFile(contents)
-            guard input >= 0 else {
-                say(
-                    hook.name, "was not started (its input: \(String(cString: strerror(errno))))", count: count,
-                    runner: runner)
-                continue
-            }
+            lseek(input, 0, SEEK_SET)
             var launched = false
             let next = index
             let id = runner.connection.launch(
@@ -114,12 +129,12 @@ final class HookBatches: @unchecked Sendable {
                 timeoutMilliseconds: timeoutMilliseconds, killGraceMilliseconds: runner.killGraceMilliseconds
             ) { [self] outcome, _ in
                 report(outcome, count: count, runner: runner)
-                if launched { runHook(hooks, at: next, contents: contents, count: count, runner: runner) }
+                if launched { runHook(hooks, at: next, input: input, count: count, runner: runner) }
             }
-            close(input)
             launched = id != nil
             if launched { return }
         }
+        close(input)
         running = false
         if !lines.isEmpty { schedule(runner) }
     }
@@ -151,23 +166,24 @@ final class HookBatches: @unchecked Sendable {
         runner.log(entry)
     }
 
-    /// A memory file holding `contents`, read from its start; -1 (errno set) when it cannot be made.
-    private static func memoryFile(_ contents: [UInt8]) -> Int32 {
+    /// A memory file holding `lines`, one after another; -1 (errno set) when it cannot be made.
+    private static func memoryFile(_ lines: [[UInt8]]) -> Int32 {
         let descriptor = netdevd_memfd("netdevd-batch")
         guard descriptor >= 0 else { return -1 }
-        var written = 0
-        while written < contents.count {
-            let count = contents.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                let failure = errno
-                close(descriptor)
-                errno = failure
-                return -1
+        for line in lines {
+            var written = 0
+            while written < line.count {
+                let count = line.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else {
+                    let failure = errno
+                    close(descriptor)
+                    errno = failure
+                    return -1
+                }
+                written += count
             }
-            written += count
         }
-        lseek(descriptor, 0, SEEK_SET)
         return descriptor
     }
 }

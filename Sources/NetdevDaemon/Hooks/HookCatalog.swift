@@ -31,11 +31,11 @@ final class HookCatalog: Sendable {
     /// The directories `event`'s hooks come from, highest priority first: each hook directory's sibling
     /// `<event>.d`, then the hook directories.
     static func directories(for event: HookEvent, hookDirectories: [String]) -> [String] {
-        hookDirectories.map { Daemon.directory(of: $0) + "/" + event.rawValue + ".d" } + hookDirectories
+        hookDirectories.map { Paths.directory(of: $0) + "/" + event.rawValue + ".d" } + hookDirectories
     }
 
     /// The directories of the batch hooks: `batch.d` beside each hook directory, highest priority first.
-    var batchDirectories: [String] { directories.map { Daemon.directory(of: $0) + "/batch.d" } }
+    var batchDirectories: [String] { directories.map { Paths.directory(of: $0) + "/batch.d" } }
 
     /// The batch hooks (``HookBatches``), in lexical order, with refusals explained.
     func batchHooks() -> [HookFile] {

@@ -122,7 +122,7 @@ final class HookDiscovery: Sendable {
         let listed = Set(directories)
         examinations.withLock { examinations in
             examinations = examinations.filter { path, _ in
-                present.contains(path) || !listed.contains(Daemon.directory(of: path))
+                present.contains(path) || !listed.contains(Paths.directory(of: path))
             }
             examinations.merge(current) { _, new in new }
         }

@@ -131,14 +131,14 @@ final class HookRunnerConnection: @unchecked Sendable {
     /// Sends without blocking the hooks' queue (it is the loop's): a runner that does not read for 100 ms more is
     /// not waited for.
     private func send(_ bytes: [UInt8], on socket: HookSocket, passing: Int32 = -1) -> Bool {
-        if socket.sendNow(bytes, passing: passing) { return true }
+        if socket.send(bytes, passing: passing, waiting: false) { return true }
         guard errno == EAGAIN || errno == EWOULDBLOCK else { return false }
         var entry = pollfd(fd: socket.descriptor, events: Int16(POLLOUT), revents: 0)
         guard poll(&entry, 1, 100) == 1 else {
             errno = EAGAIN
             return false
         }
-        return socket.sendNow(bytes, passing: passing)
+        return socket.send(bytes, passing: passing, waiting: false)
     }
 
     /// Reaches the runner unless connected; returns why it cannot.

@@ -56,24 +56,14 @@ struct HookSocket: Sendable {
         return .success(HookSocket(descriptor: descriptor))
     }
 
-    /// Sends one message; `false` when the peer is gone or the message cannot be sent (the errno is left set).
-    /// Blocks while the peer's queue is full, at most the send timeout set with ``limitSendTime(seconds:)``.
-    func send(_ bytes: [UInt8]) -> Bool {
-        while true {
-            let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if sent == bytes.count { return true }
-            if sent < 0 && errno == EINTR { continue }
-            return false
-        }
-    }
-
-    /// Sends one message without blocking, with `passing` (a descriptor the peer receives a copy of) unless it is
-    /// -1; `false` with `errno` set (EAGAIN: the peer's queue is full).
-    func sendNow(_ bytes: [UInt8], passing: Int32 = -1) -> Bool {
+    /// Sends one message, with `passing` (a descriptor the peer receives a copy of) unless it is -1; `false` with
+    /// `errno` set when the peer is gone or the message cannot be sent. With `waiting`, blocks while the peer's
+    /// queue is full, at most the send timeout set with ``limitSendTime(seconds:)``; without, fails at once (EAGAIN).
+    func send(_ bytes: [UInt8], passing: Int32 = -1, waiting: Bool = true) -> Bool {
+        let flags = Int32(MSG_NOSIGNAL) | (waiting ? 0 : Int32(MSG_DONTWAIT))
         while true {
             let sent = bytes.withUnsafeBytes {
-                netdevd_send_with_descriptor(
-                    descriptor, $0.baseAddress, $0.count, passing, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+                netdevd_send_with_descriptor(descriptor, $0.baseAddress, $0.count, passing, flags)
             }
             if sent == bytes.count { return true }
             if sent < 0 && errno == EINTR { continue }
