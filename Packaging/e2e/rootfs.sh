@@ -15,7 +15,7 @@ SUITE=bookworm
 # systemd as PID 1 (systemd-sysv), systemctl/journalctl/udevd, dbus for systemctl's bus-less fallbacks to work
 # like on a real host, libsystemd0 and libudev1 (the package's dependencies besides libc), iproute2 for `ip`
 # inside the container, systemd-journal-remote for its systemd-journal-upload (the central-journal check). Nothing else: the checks run their logic on the host and only call these inside.
-PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libudev1,udev,iproute2,systemd-journal-remote
+PACKAGES=systemd,systemd-sysv,dbus,libsystemd0,libudev1,udev,iproute2,systemd-journal-remote,networkd-dispatcher
 STAMP=.netdevd-e2e-rootfs
 WANT="suite=$SUITE packages=$PACKAGES"
 

@@ -31,6 +31,10 @@
 #   j. journal upload: systemd-journal-upload in the container sends netdevd's entries to systemd-journal-remote
 #      (the host's, on the container's loopback; installed on the host if missing); the remote journal has a
 #      link's entry with every field intact
+#   x. networkd-dispatcher: Debian's networkd-dispatcher and netdevd (NetworkdDispatcherDirectory=) run the same
+#      scripts for one veth's life under systemd-networkd; their runs compare equal (directories, order, arguments,
+#      variables) but for listed differences; README's "Replacing networkd-dispatcher" commands leave netdevd alone
+#      running them
 #   n. noise: no line an operator cannot act on (libdispatch's thread priority, an unreadable sysctl) at any start
 #   g. stop and purge: stopping is clean (Result=success, no SIGKILL); `apt-get purge` leaves nothing behind
 #      (a listing of / before installing and after purging is compared; no user, unit, /etc/netdevd, /run/netdevd)
@@ -212,7 +216,7 @@ doc_blocks() {
 # the journal, apt's and dpkg's own state and logs, /tmp; and the runtime state systemd keeps per unit it ever
 # ran (/run/systemd/{units,propagate,transient,...}), its registry of transient users (dynamic-uid), or per
 # boot (/run/agetty.reload, written by getty whenever a network interface appears), and udevd's database
-# (/run/udev: the test runs udevd for a while).
+# (/run/udev: the test runs udevd for a while), and networkd's (/run/systemd/netif: check x runs it).
 snapshot() {
     C sh -c '
         find / \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/tmp \
@@ -223,6 +227,7 @@ snapshot() {
                   -o -path /run/systemd/seats -o -path /run/systemd/sessions -o -path /run/systemd/users \
                   -o -path /run/systemd/inaccessible -o -path /run/systemd/incoming -o -path /run/mount \
                   -o -path /run/systemd/dynamic-uid -o -path /run/agetty.reload -o -path /run/udev \
+                  -o -path /run/systemd/netif \
                   -o -path /mnt/netdevd-e2e \) -prune -o -printf "%y %m %u:%g %p\n" | sort
         find /etc /var/lib/systemd/catalog -xdev -type f -print0 | sort -z | xargs -0 md5sum
     '
@@ -891,6 +896,180 @@ C sh -c 'systemctl disable netdevd-wait-online.service; rm -f /etc/netdevd/hooks
 grep -q " /etc/systemd/system/network-online.target.wants\$" "$WORK/before.txt" ||
     C rmdir /etc/systemd/system/network-online.target.wants 2>/dev/null
 nsenter -t "$L" -n ip link del demo0 2>/dev/null
+
+# ---- x. networkd-dispatcher, drop-in: the same scripts under Debian's networkd-dispatcher and under netdevd -------
+# systemd-networkd runs (no .network file: every link unmanaged) with Debian's networkd-dispatcher (its unit's
+# --run-startup-triggers) and netdevd (NetworkdDispatcherDirectory= the same two directories) side by side. One script
+# in off.d, no-carrier.d, carrier.d, degraded.d, routable.d and linger.d records each run (which daemon ran it, by its
+# parent's name; the directory, arguments, environment). One link (a veth whose peer is in a namespace of the test's
+# own) is created, raised, gets carrier, an address, a default route, loses carrier, and is deleted; the two records
+# are compared run by run: same directories in the same order per link, same arguments and variables, except what
+# is listed with its reason. Then README's "Replacing networkd-dispatcher" commands run, and a second link shows the
+# scripts running under netdevd alone.
+x0=$(mark)
+x_dirs="off no-carrier carrier degraded routable linger"
+command -v python3 > /dev/null || fail "x. networkd-dispatcher: python3 is needed on the host to compare the records"
+for d in $x_dirs; do C mkdir -p "/etc/networkd-dispatcher/$d.d"; done
+C sh -c 'cat > /tmp/e2e-nd-dump && install -o root -g root -m 0755 /tmp/e2e-nd-dump /etc/networkd-dispatcher/off.d/50-e2e-dump && rm /tmp/e2e-nd-dump' <<'HOOK'
+#!/bin/sh
+who=$(cat /proc/$PPID/comm)
+case "$who" in netdevd*) who=netdevd ;; networkd-dispat*) who=networkd-dispatcher ;; esac
+out=$(mktemp)
+{
+    echo "=== $(basename "$(dirname "$0")") $IFACE"
+    echo "argc=$#"
+    echo "names=$(env | sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' | sort | paste -sd' ')"
+    env | grep -E '^(ADDR|ESSID|IP_ADDRS|IP6_ADDRS|IFACE|STATE|AdministrativeState|OperationalState|json)=' | sort
+} > "$out"
+mkdir -p /run/e2e-nd
+cat "$out" >> "/run/e2e-nd/$who.txt"
+rm -f "$out"
+HOOK
+for d in $x_dirs; do
+    [ "$d" = off ] || C ln -sf ../off.d/50-e2e-dump "/etc/networkd-dispatcher/$d.d/50-e2e-dump"
+done
+C sh -c 'cat > /etc/netdevd/netdevd.conf.d/e2e-nd.conf' <<'EOF'
+[Hooks]
+NetworkdDispatcherDirectory=/etc/networkd-dispatcher
+NetworkdDispatcherDirectory=/usr/lib/networkd-dispatcher
+EOF
+C systemctl start systemd-networkd.service
+C systemctl restart networkd-dispatcher.service netdevd.service
+x_peer_ns() { unshare --net sleep 600 & X_PEER=$!; sleep 0.2; }
+x_peer_ns
+# x_wait DIR IFACE N: both daemons' records have at least N runs of DIR.d for IFACE (20 s at most)
+x_wait() {
+    wait_until 20 sh -c "[ \"\$(nsenter -t $L -a grep -c '^=== $1.d $2\$' /run/e2e-nd/netdevd.txt 2>/dev/null)\" -ge $3 ] && [ \"\$(nsenter -t $L -a grep -c '^=== $1.d $2\$' /run/e2e-nd/networkd-dispatcher.txt 2>/dev/null)\" -ge $3 ]" || say "x: waited 20 s for $3 run(s) of $1.d for $2"
+}
+x_wait carrier lo 1
+nsenter -t "$L" -n ip link add ndx0 type veth peer name ndx1 netns "$X_PEER"
+x_wait off ndx0 1
+nsenter -t "$L" -n ip link set ndx0 up
+x_wait no-carrier ndx0 1
+nsenter -t "$X_PEER" -n ip link set ndx1 up
+x_wait degraded ndx0 1
+nsenter -t "$L" -n ip addr add 192.0.2.5/24 dev ndx0
+x_wait routable ndx0 1
+nsenter -t "$L" -n ip route add default via 192.0.2.1 dev ndx0
+sleep 1.5
+nsenter -t "$X_PEER" -n ip link set ndx1 down
+x_wait no-carrier ndx0 2
+nsenter -t "$L" -n ip link del ndx0
+x_wait linger ndx0 1
+sleep 1.5
+C cat /run/e2e-nd/netdevd.txt > "$WORK/x-netdevd.txt" 2>/dev/null
+C cat /run/e2e-nd/networkd-dispatcher.txt > "$WORK/x-networkd-dispatcher.txt" 2>/dev/null
+C journalctl -u networkd-dispatcher.service --no-pager -o cat -p warning > "$WORK/x-nd-journal.txt" 2>&1
+python3 - "$WORK/x-netdevd.txt" "$WORK/x-networkd-dispatcher.txt" > "$WORK/x-compare.txt" 2>&1 <<'PYEOF'
+import re, sys, json
+def runs(path):
+    out = []
+    for block in open(path).read().split("=== ")[1:]:
+        lines = block.strip("\n").split("\n")
+        directory, iface = lines[0].split(" ", 1)
+        values = {}
+        for line in lines[1:]:
+            name, _, value = line.partition("=")
+            values[name] = value
+        out.append((directory, iface, values))
+    return out
+ours, theirs = runs(sys.argv[1]), runs(sys.argv[2])
+problems, notes, compared = [], set(), 0
+late_fields, status_only, service_env = {}, set(), set()
+for iface in ["lo", "ndx0"]:
+    a = [r for r in ours if r[1] == iface]
+    b = [r for r in theirs if r[1] == iface]
+    sa, sb = [r[0] for r in a], [r[0] for r in b]
+    print(f"{iface}: netdevd {' '.join(sa)}")
+    print(f"{iface}: networkd-dispatcher {' '.join(sb)}")
+    if sa != sb:
+        problems.append(f"{iface}: directories differ")
+        continue
+    for i, ((d, _, va), (_, _, vb)) in enumerate(zip(a, b)):
+        # networkd-dispatcher reads a link's addresses (networkctl status) when the script starts, netdevd gives them
+        # as they were when the link entered the state: where the link changed in between (an IPv6 link-local address
+        # added just after carrier, a link deleted just after it went down), networkd-dispatcher's value is the one
+        # netdevd gives the link's next run.
+        later_json = json.loads(a[i + 1][2]["json"]) if i + 1 < len(a) else None
+        def read_later(name, value, key=None):
+            if i + 1 >= len(a):
+                return False
+            if key is not None:
+                return later_json.get(key) == value
+            return a[i + 1][2].get(name) == value
+        for name in sorted(set(va) | set(vb)):
+            if name in ("names", "json"):
+                continue
+            if va.get(name) != vb.get(name):
+                if name in ("ADDR", "IP_ADDRS", "IP6_ADDRS") and read_later(name, vb.get(name)):
+                    late_fields.setdefault(f"{iface} {d}", []).append(name)
+                    continue
+                problems.append(f"{iface} {d} #{i}: {name} netdevd {va.get(name)!r}, networkd-dispatcher {vb.get(name)!r}")
+        only = set(vb["names"].split()) - set(va["names"].split())
+        extra = set(va["names"].split()) - set(vb["names"].split())
+        if extra:
+            problems.append(f"{iface} {d} #{i}: variables only netdevd gives: {sorted(extra)}")
+        service_env |= only
+        ja, jb = json.loads(va["json"]), json.loads(vb["json"])
+        for key in sorted(set(ja) | set(jb)):
+            ours_key = key in ja or key in ("AdministrativeState", "InterfaceName", "OperationalState", "State", "Type", "Address", "Gateway", "Hardware Address", "Kind")
+            if ja.get(key) != jb.get(key) and ours_key and key in ("Address", "Gateway", "Hardware Address", "Kind") and read_later(None, jb.get(key), key):
+                late_fields.setdefault(f"{iface} {d}", []).append("json " + key)
+            elif key in ja and key in jb:
+                if ja[key] != jb[key]:
+                    problems.append(f"{iface} {d} #{i}: json {key} netdevd {ja[key]!r}, networkd-dispatcher {jb[key]!r}")
+            elif key in ja:
+                problems.append(f"{iface} {d} #{i}: json {key} only netdevd's")
+            elif ours_key:
+                problems.append(f"{iface} {d} #{i}: json {key} only networkd-dispatcher's")
+            elif re.match(r"^[A-Z][a-z]{2} [ 0-9]\d ", key):
+                status_only.add("its journal lines")
+            else:
+                status_only.add(key)
+        if va.get("argc") != "0":
+            problems.append(f"{iface} {d} #{i}: argc {va.get('argc')}")
+        compared += 1
+print(f"compared {compared} runs")
+if late_fields:
+    notes.add("networkd-dispatcher read the link later, after it changed again (the value netdevd gives the next run): "
+              + ", ".join(f"{run} {' '.join(fields)}" for run, fields in late_fields.items()))
+if status_only:
+    notes.add("networkctl status lines netdevd does not give in json: " + ", ".join(sorted(status_only)))
+if service_env:
+    notes.add("networkd-dispatcher's service environment: " + " ".join(sorted(service_env)))
+for note in sorted(notes):
+    print("listed:", note)
+for problem in problems:
+    print("DIFFERS:", problem)
+sys.exit(1 if problems or compared < 8 else 0)
+PYEOF
+x_rc=$?
+x_nd_warnings=$(grep -c . "$WORK/x-nd-journal.txt")
+# netdevd alone: README's commands, then a second link.
+readme_run "Replacing networkd-dispatcher" > "$WORK/x-readme.txt" 2>&1; x_readme=$?
+x_nd_state=$(C systemctl is-active networkd-dispatcher.service)
+x_wait_ours() { wait_until 20 sh -c "nsenter -t $L -a grep -q '^=== $1.d $2\$' /run/e2e-nd/netdevd.txt"; }
+x_wait_ours carrier lo
+nsenter -t "$L" -n ip link add ndx2 type veth peer name ndx3 netns "$X_PEER"
+nsenter -t "$L" -n ip link set ndx2 up
+nsenter -t "$X_PEER" -n ip link set ndx3 up
+nsenter -t "$L" -n ip addr add 192.0.2.6/24 dev ndx2
+x_wait_ours routable ndx2; x_alone=$?
+x_alone_runs=$(C sh -c "grep '^=== .* ndx2\$' /run/e2e-nd/netdevd.txt" | awk '{print $2}' | paste -sd' ')
+x_nd_ndx2=$(C sh -c "grep -c '^=== .* ndx2\$' /run/e2e-nd/networkd-dispatcher.txt" 2>/dev/null)
+nsenter -t "$L" -n ip link del ndx2
+x_errors=$(C journalctl -u netdevd.service -u netdevd-hooks.service --no-pager -o cat -p warning --since=@"$x0" | grep -c 'networkd-dispatcher\|50-e2e-dump')
+if [ $x_rc = 0 ] && [ $x_readme = 0 ] && [ "$x_nd_state" != active ] && [ $x_alone = 0 ] && [ "${x_nd_ndx2:-0}" = 0 ] && [ "$x_errors" = 0 ]; then
+    pass "x. networkd-dispatcher: $(grep -m1 '^compared' "$WORK/x-compare.txt"), same directories in the same order ($(grep '^ndx0: netdevd' "$WORK/x-compare.txt" | cut -d' ' -f3-)), same arguments and variables; listed: $(grep '^listed:' "$WORK/x-compare.txt" | cut -c9- | paste -sd';'); networkd-dispatcher logged $x_nd_warnings warnings or errors, netdevd $x_errors; README's commands: networkd-dispatcher $x_nd_state, ndx2 ran $x_alone_runs under netdevd alone"
+else
+    indent < "$WORK/x-compare.txt"; indent < "$WORK/x-readme.txt"
+    fail "x. networkd-dispatcher: compare exit $x_rc; README's commands exit $x_readme (networkd-dispatcher $x_nd_state); netdevd alone: ndx2 ran '$x_alone_runs' (networkd-dispatcher ran $x_nd_ndx2); $x_errors warnings of netdevd about the scripts"
+fi
+kill "$X_PEER" 2>/dev/null; wait "$X_PEER" 2>/dev/null
+C systemctl stop systemd-networkd.service systemd-networkd.socket > /dev/null 2>&1
+C systemctl enable networkd-dispatcher.service > /dev/null 2>&1
+C sh -c 'rm -f /etc/netdevd/netdevd.conf.d/e2e-nd.conf /etc/netdevd/netdevd.conf.d/networkd-dispatcher.conf; rm -rf /run/e2e-nd; for d in '"$x_dirs"'; do rm -f /etc/networkd-dispatcher/$d.d/50-e2e-dump; done; rmdir /etc/networkd-dispatcher/linger.d'
+C systemctl restart netdevd.service
 
 # ---- n. noise: no line an operator cannot act on, over every start above ------------------------------------------
 # Seen before: libdispatch's "Failed to set thread priority for worker thread ... errno=13" (the thread that serves

@@ -28,6 +28,7 @@ import Glibc
 /// | `[Hooks]` | `DebounceSec=` | a time span; how long a link state must hold before hooks run |
 /// | `[Hooks]` | `Parallelism=` | how many subjects may run hooks at once (1-64) |
 /// | `[Hooks]` | `User=`, `Group=` | a user or group name or number hooks run as (the hook runner's own when unset) |
+/// | `[Hooks]` | `NetworkdDispatcherDirectory=` | repeatable; a directory of networkd-dispatcher's `<state>.d` scripts, run as networkd-dispatcher runs them; empty: none |
 /// | `[Daemon]` | `StopTimeoutSec=` | a time span or `infinity`; how long a stop waits for hooks after SIGTERM |
 /// | `[Metrics]` | `TextfileDirectory=` | an absolute directory for `netdevd.prom` (node_exporter); empty: none |
 ///
@@ -115,7 +116,7 @@ public struct ConfigurationLoader: Sendable {
     static let keys: [String: [String]] = [
         "Online": ["RequiredInterfaces", "IgnoredInterfaces", "MinimumOperationalState", "RequiredFamily"],
         "Devices": ["Subsystems"],
-        "Hooks": ["TimeoutSec", "DebounceSec", "Parallelism", "User", "Group"],
+        "Hooks": ["TimeoutSec", "DebounceSec", "Parallelism", "User", "Group", "NetworkdDispatcherDirectory"],
         "Daemon": ["StopTimeoutSec"],
         "Metrics": ["TextfileDirectory"],
     ]
@@ -276,6 +277,22 @@ private struct Builder {
                 configuration.hookUser = value.isEmpty ? nil : value
             } else {
                 configuration.hookGroup = value.isEmpty ? nil : value
+            }
+        case "NetworkdDispatcherDirectory":
+            // Repeatable, in priority order; an empty assignment empties the list (as systemd's list settings).
+            guard !value.isEmpty else {
+                configuration.networkdDispatcherDirectories = []
+                return nil
+            }
+            guard value.hasPrefix("/"), !value.split(separator: "/").contains(where: { $0 == "." || $0 == ".." })
+            else {
+                return "NetworkdDispatcherDirectory='\(value)' must be an absolute path without '.' or '..', such "
+                    + "as /etc/networkd-dispatcher"
+            }
+            var directory = Substring(value)
+            while directory.count > 1 && directory.hasSuffix("/") { directory = directory.dropLast() }
+            if !configuration.networkdDispatcherDirectories.contains(String(directory)) {
+                configuration.networkdDispatcherDirectories.append(String(directory))
             }
         case "Parallelism":
             guard let count = Int(value), (1...64).contains(count) else {

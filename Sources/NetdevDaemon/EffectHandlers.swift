@@ -35,6 +35,16 @@ struct EffectHandlers: Sendable {
                 disposeClosure: { timers.cancelAll() }
             )
         }
+        let dispatcher = NetworkdDispatcher(runner: hooks)
+        let networkdQueue = DispatchQueue(label: "netdevd.networkd-states")
+        let networkdStates = AnyConnectable<Bool, Event> { consumer in
+            let watcher = NetworkdStateWatcher(
+                queue: networkdQueue, problem: { text in daemon.log(4, text) }, send: { consumer($0) })
+            return Connection(
+                acceptClosure: { on in networkdQueue.async { on ? watcher.start() : watcher.stop() } },
+                disposeClosure: { networkdQueue.async { watcher.stop() } }
+            )
+        }
         router = EffectRouter<Effect, Event>()
             .routeEffects(withParameters: \.enumeration).on(queue: ioQueue).toEvent { generation, subsystems in
                 // The monitor's filter first, so no uevent of a newly tracked subsystem falls between the two.
@@ -67,6 +77,8 @@ struct EffectHandlers: Sendable {
                 }
                 return EmptyDisposable()
             }
+            .routeEffects(withParameters: \.dispatcherRun).to { run in dispatcher.dispatch(run) }
+            .routeEffects(withParameters: \.networkdWatch).to(networkdStates)
             .routeEffects(withParameters: \.cancelledHookRuns).to { ids in hooks.cancel(ids) }
             .routeEffects(withParameters: \.timerStart).to(timerConnection)
             .routeEffects(withParameters: \.cancelledTimer).to { id in timers.cancel(id) }

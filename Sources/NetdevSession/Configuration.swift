@@ -28,6 +28,9 @@ public struct Configuration: Codable, Sendable, Equatable {
     public var hookUser: String?
     /// The group hooks run as; `nil`: the user's primary group.
     public var hookGroup: String?
+    /// networkd-dispatcher's script directories (`/etc/networkd-dispatcher`, ...), highest priority first, whose
+    /// `<state>.d` scripts netdevd runs as networkd-dispatcher would; empty: none (``DispatcherRun``).
+    public var networkdDispatcherDirectories: [String] = []
 
     /// The defaults: track `net`, `block`, `usb`, `tty`; online when at least one non-loopback link
     /// is routable; hooks time out after 30 s, no debounce, 4 subjects at a time; stop waits 10 s; no metrics file.

@@ -12,6 +12,11 @@ public enum Effect: Sendable, Equatable {
     case loadConfiguration
     /// Run the hooks for an event; answer with ``Event/hookRunFinished(_:)``.
     case runHooks(HookRun)
+    /// Run one state directory's networkd-dispatcher scripts for a link; nothing answers.
+    case dispatch(DispatcherRun)
+    /// Watch systemd-networkd's state files (`true`), answering with ``Event/networkdStatesRead(running:administrative:)``
+    /// and ``Event/networkdStateChanged(index:administrative:)``, or stop watching them (`false`).
+    case watchNetworkdStates(Bool)
     /// Stop these running hook runs (SIGTERM, then SIGKILL); each still answers with its result.
     case cancelHooks([Int])
     /// Start (or restart) a timer; it answers with ``Event/timerFired(_:)``.
@@ -58,6 +63,16 @@ extension Effect {
     /// The run of `runHooks`.
     public var hookRun: HookRun? {
         if case .runHooks(let run) = self { run } else { nil }
+    }
+
+    /// The run of `dispatch`.
+    public var dispatcherRun: DispatcherRun? {
+        if case .dispatch(let run) = self { run } else { nil }
+    }
+
+    /// Whether `watchNetworkdStates` starts or stops.
+    public var networkdWatch: Bool? {
+        if case .watchNetworkdStates(let on) = self { on } else { nil }
     }
 
     /// The run ids of `cancelHooks`.

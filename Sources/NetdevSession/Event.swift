@@ -39,6 +39,11 @@ public enum Event: Codable, Sendable, Equatable {
     case timerFired(TimerID)
     /// A hook run ended.
     case hookRunFinished(HookRunResult)
+    /// systemd-networkd's state files were read: `running` when its state directory exists, with each link's
+    /// administrative state by index (the networkd-dispatcher compatibility's `AdministrativeState`).
+    case networkdStatesRead(running: Bool, administrative: [Int32: String])
+    /// networkd wrote (or, `nil`, removed) the state file of the link at `index`.
+    case networkdStateChanged(index: Int32, administrative: String?)
 }
 
 /// The state read by an enumeration: every link (with addresses and default routes) and every tracked device.

@@ -272,12 +272,6 @@ extension Transition {
     }
 
     private func describe(_ status: HookExitStatus) -> String {
-        switch status {
-        case .exited(let code): "exited with status \(code)"
-        case .killed(let signal): "killed by signal \(signal)"
-        case .timedOut: "timed out"
-        case .notStarted(let reason): "not started (\(reason))"
-        case .lost(let reason): "lost (\(reason))"
-        }
+        status.summary
     }
 }

@@ -229,6 +229,19 @@ public enum HookExitStatus: Codable, Sendable, Equatable {
     case lost(String)
 }
 
+extension HookExitStatus {
+    /// How it ended, in words: `exited with status 1`, `timed out`, `not started (reason)`.
+    public var summary: String {
+        switch self {
+        case .exited(let code): "exited with status \(code)"
+        case .killed(let signal): "killed by signal \(signal)"
+        case .timedOut: "timed out"
+        case .notStarted(let reason): "not started (\(reason))"
+        case .lost(let reason): "lost (\(reason))"
+        }
+    }
+}
+
 /// The hook queue: per subject at most one run running and one waiting (which carries the newest state; see
 /// ``HookEvent/Lifecycle`` for how runs coalesce), and at most `parallelism` subjects running at once. A subject
 /// whose removal waits can have one more run waiting behind it: a new subject under the same device path (a

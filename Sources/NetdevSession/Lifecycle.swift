@@ -41,6 +41,7 @@ extension Transition {
                 [LogField(LogField.Name.onlineState, model.onlineState.rawValue)]
             )
             effects.append(.notify([.ready, .status(statusLine)]))
+            dispatchAtStart()
         }
         if model.reloadPending && !model.reloadInFlight {
             model.reloadPending = false
@@ -136,6 +137,12 @@ extension Transition {
         guard model.reloadInFlight else { return }
         let previousOnline = model.onlineState
         let subsystemsChanged = configuration.trackedSubsystems != model.configuration.trackedSubsystems
+        let dispatching = !configuration.networkdDispatcherDirectories.isEmpty
+        if dispatching != !model.configuration.networkdDispatcherDirectories.isEmpty {
+            // Scripts run from the next change on; what links were last told is forgotten when they stop.
+            effects.append(.watchNetworkdStates(dispatching))
+            if !dispatching { model.dispatcher = DispatcherBook() }
+        }
         model.configuration = configuration
         model.reloadInFlight = false
         model.lastReload = ReloadOutcome(

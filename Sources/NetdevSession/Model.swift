@@ -113,6 +113,8 @@ public struct Model: Codable, Sendable, Equatable {
     /// The least urgent journal priority the daemon keeps (7 debug ... 3 error): entries above it are not made at
     /// all, so a burst does not build thousands of debug texts that the daemon would only drop.
     public var maximumLogPriority: Int
+    /// What the networkd-dispatcher scripts were told, per link, and networkd's administrative states.
+    public var dispatcher: DispatcherBook
 
     private var storedConfiguration: Configuration
     private var storedLinks: TreeDictionary<Int32, Link>
@@ -139,6 +141,7 @@ public struct Model: Codable, Sendable, Equatable {
         reloadRequests = 0
         reloadCovers = 0
         lastReload = nil
+        dispatcher = DispatcherBook()
         self.maximumLogPriority = maximumLogPriority
     }
 
@@ -171,7 +174,7 @@ public struct Model: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
         case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority, isEnumerated
-        case reloadRequests, reloadCovers, lastReload
+        case reloadRequests, reloadCovers, lastReload, dispatcher
     }
 
     /// Decodes a model; the online tally is counted from the links.
@@ -196,6 +199,7 @@ public struct Model: Codable, Sendable, Equatable {
         reloadRequests = try container.decodeIfPresent(Int.self, forKey: .reloadRequests) ?? 0
         reloadCovers = try container.decodeIfPresent(Int.self, forKey: .reloadCovers) ?? 0
         lastReload = try container.decodeIfPresent(ReloadOutcome.self, forKey: .lastReload)
+        dispatcher = try container.decodeIfPresent(DispatcherBook.self, forKey: .dispatcher) ?? DispatcherBook()
     }
 
     /// Encodes the model without its tally (which follows from the links).
@@ -219,6 +223,7 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(reloadRequests, forKey: .reloadRequests)
         try container.encode(reloadCovers, forKey: .reloadCovers)
         try container.encodeIfPresent(lastReload, forKey: .lastReload)
+        try container.encode(dispatcher, forKey: .dispatcher)
     }
 }
 

@@ -23,9 +23,12 @@ public enum Session {
         next.debouncing = [:]
         next.reloadInFlight = false
         next.changeSequence += 1
+        // networkd's states first: their answer is then read before the snapshot's, whose links run with them.
+        let watch: [Effect] =
+            next.configuration.networkdDispatcherDirectories.isEmpty ? [] : [.watchNetworkdStates(true)]
         return First(
             model: next,
-            effects: [
+            effects: watch + [
                 .notify([.status("Enumerating links and devices…")]),
                 .enumerate(generation: next.enumerationGeneration, subsystems: next.configuration.trackedSubsystems),
             ]
@@ -64,6 +67,10 @@ public enum Session {
             context.timerFired(timer)
         case .hookRunFinished(let result):
             context.hookRunFinished(result)
+        case .networkdStatesRead(let running, let administrative):
+            context.networkdStatesRead(running: running, administrative: administrative)
+        case .networkdStateChanged(let index, let administrative):
+            context.networkdStateChanged(index: index, administrative: administrative)
         }
         return context.next
     }

@@ -225,6 +225,7 @@ extension Transition {
                 if hooks && !ignored {
                     enqueueLinkRun(link, event: .linkAdded, previousState: nil)
                 }
+                dispatchAdded(link)
             case (let old?, nil):
                 let ignored = model.configuration.ignores(old.name)
                 log(ignored ? 7 : 6, .linkRemoved, "\(old.name): removed", linkFields(old))
@@ -232,6 +233,7 @@ extension Transition {
                     model.debouncing[.link(index: index)] = nil
                     enqueueLinkRun(old, event: .linkRemoved, previousState: old.operationalState)
                 }
+                dispatchRemoved(old)
             case (let old?, let link?):
                 announceLinkChange(from: old, to: link, hooks: hooks)
             case (nil, nil):
@@ -314,6 +316,7 @@ extension Transition {
             priority, .linkStateChanged, "\(link.name): \(oldState.rawValue) → \(newState.rawValue)",
             linkFields(link) + [LogField(LogField.Name.previousOperState, oldState.rawValue)]
         )
+        dispatchOperationalChange(link)
         guard hooks && !ignored else { return }
         let subject = HookSubject.link(index: link.index)
         if model.configuration.debounceMilliseconds > 0 {

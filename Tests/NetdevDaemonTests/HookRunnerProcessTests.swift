@@ -32,7 +32,8 @@ struct HookRunnerProcessTests {
 
         init(
             directories: [String],
-            credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem> = { .success(nil) }
+            credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem> = { .success(nil) },
+            dispatcherDirectories: [String] = []
         ) {
             let (client, server) = HookSocket.pair()!
             self.client = client
@@ -40,7 +41,8 @@ struct HookRunnerProcessTests {
             let ended = ended
             let queue = DispatchQueue(label: "hook-runner-test")
             let service = HookRunnerService(
-                socket: server, directories: directories, credentials: credentials, queue: queue,
+                socket: server, directories: directories, credentials: credentials,
+                dispatcherDirectories: { dispatcherDirectories }, queue: queue,
                 log: { entry in entries.withLock { $0.append(entry.value(of: .message) ?? "") } },
                 ended: { ended.signal() })
             self.service = service

@@ -1,5 +1,6 @@
 internal import CLinux
 import Dispatch
+import Locking
 import NetdevSession
 import Systemd
 
@@ -40,6 +41,8 @@ final class HookRunnerConnection: @unchecked Sendable {
     /// The runner inside this process (``HookRunnerEndpoint/inProcess``), and its queue.
     private var service: HookRunnerService?
     private let serviceQueue = DispatchQueue(label: "netdevd.hook-runner")
+    /// The networkd-dispatcher directories the runner inside this process trusts: netdevd's configuration's.
+    let inProcessDispatcherDirectories = Locked<[String]>([])
     /// What each launch still waiting for its end reports to, and its hook's name.
     private var pending: [Int: (name: String, done: (HookOutcome, Bool) -> Void)] = [:]
     private var nextID = 1
@@ -206,8 +209,10 @@ final class HookRunnerConnection: @unchecked Sendable {
             return .failure(SpawnFailure(call: "socketpair", errno: errno))
         }
         let service = HookRunnerService(
-            socket: theirs, directories: directories, credentials: { .success(nil) }, queue: serviceQueue, log: log,
-            ended: {})
+            socket: theirs, directories: directories, credentials: { .success(nil) },
+            dispatcherDirectories: { [inProcessDispatcherDirectories] in inProcessDispatcherDirectories.withLock { $0 }
+            },
+            queue: serviceQueue, log: log, ended: {})
         serviceQueue.sync { _ = service.start() }
         self.service = service
         return .success(ours)

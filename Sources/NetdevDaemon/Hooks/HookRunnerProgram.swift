@@ -163,7 +163,13 @@ public final class HookRunnerProgram: Sendable {
         credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
     ) -> Bool {
         let served = HookRunnerService(
-            socket: connection, directories: options.hookDirectories, credentials: credentials, queue: queue,
+            socket: connection, directories: options.hookDirectories, credentials: credentials,
+            dispatcherDirectories: { [options] in
+                guard
+                    case .loaded(let configuration, _) = ConfigurationLoader(mainFile: options.configurationFile).load()
+                else { return [] }
+                return configuration.networkdDispatcherDirectories
+            }, queue: queue,
             log: { [self] entry in logQueue.async { [self] in write(entry) } },
             ended: { [self] in logQueue.async { exit(0) } })
         service.withLock { $0 = served }

@@ -24,6 +24,11 @@ final class HookRunnerService: @unchecked Sendable {
     private let catalog: HookCatalog
     /// Resolves `[Hooks] User=` and `Group=` from the configuration.
     private let resolveCredentials: @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>
+    /// Reads `[Hooks] NetworkdDispatcherDirectory=` from the configuration.
+    private let resolveDispatcherDirectories: @Sendable () -> [String]
+    /// The networkd-dispatcher directories scripts may come from; read again when a start names a script not
+    /// found under them (netdevd was reloaded with new ones).
+    private var dispatcherDirectories: [String]
     /// The credentials hooks start with; resolved again before a launch while they could not be (a drop-in that
     /// cannot be read keeps hooks from starting only until it is fixed, never runs them as another user).
     private var credentials: Result<HookCredentials?, HookCredentialsProblem>
@@ -45,6 +50,7 @@ final class HookRunnerService: @unchecked Sendable {
     init(
         socket: HookSocket, directories: [String],
         credentials: @escaping @Sendable () -> Result<HookCredentials?, HookCredentialsProblem>,
+        dispatcherDirectories: @escaping @Sendable () -> [String] = { [] },
         tailBytes: Int = 4096, queue: DispatchQueue, log: @escaping @Sendable (JournalEntry) -> Void,
         ended: @escaping @Sendable () -> Void
     ) {
@@ -52,6 +58,8 @@ final class HookRunnerService: @unchecked Sendable {
         self.queue = queue
         self.resolveCredentials = credentials
         self.credentials = credentials()
+        self.resolveDispatcherDirectories = dispatcherDirectories
+        self.dispatcherDirectories = dispatcherDirectories()
         self.log = log
         self.ended = ended
         self.tailBytes = tailBytes
@@ -112,7 +120,14 @@ final class HookRunnerService: @unchecked Sendable {
     }
 
     private func start(_ launch: HookLaunch, input: Int32) {
-        if let problem = launch.problem(allowedNames: HookRunnerLimits.isHookVariable) {
+        let prefix = NetworkdDispatcher.eventPrefix
+        let dispatcherState: String? =
+            launch.event.hasPrefix(prefix) ? String(launch.event.dropFirst(prefix.count)) : nil
+        let problem =
+            dispatcherState == nil
+            ? launch.problem(allowedNames: HookRunnerLimits.isHookVariable)
+            : launch.problem(allowedNames: { DispatcherEnvironment.names.contains($0) })
+        if let problem {
             return refuse(launch, problem)
         }
         guard running[launch.id] == nil else { return refuse(launch, "launch id \(launch.id), which is running") }
@@ -121,7 +136,15 @@ final class HookRunnerService: @unchecked Sendable {
         }
         let hooks: [HookFile]
         let directories: [String]
-        if launch.event == HookBatches.event {
+        if let state = dispatcherState {
+            var listing = DispatcherScripts.scripts(of: state, in: dispatcherDirectories)
+            if !listing.scripts.contains(launch.path) {
+                dispatcherDirectories = resolveDispatcherDirectories()
+                listing = DispatcherScripts.scripts(of: state, in: dispatcherDirectories)
+            }
+            hooks = listing.scripts.map { HookFile(name: Self.name(of: $0), path: $0, refusal: nil) }
+            directories = dispatcherDirectories.map { $0 + "/" + state + ".d" }
+        } else if launch.event == HookBatches.event {
             hooks = catalog.batchHooks()
             directories = catalog.batchDirectories
         } else if let event = HookEvent(rawValue: launch.event) {

@@ -1,0 +1,181 @@
+/// One state directory of networkd-dispatcher scripts to run for a link: `<state>.d` under each configured
+/// directory, the scripts called as networkd-dispatcher 2.2 calls them (no arguments; `IFACE`, `STATE`,
+/// `AdministrativeState`, `OperationalState`, addresses and `json` in the environment).
+///
+/// A link's runs are made in the order its states were entered and run in that order; none is merged or dropped,
+/// as networkd-dispatcher runs every state it is told about.
+public struct DispatcherRun: Codable, Sendable, Equatable {
+    /// Unique within a session, increasing.
+    public var id: Int
+    /// The state entered, which names the directory (`routable` runs `routable.d`).
+    public var state: String
+    /// The link as it was when it entered the state.
+    public var link: Link
+    /// The administrative state then (networkd's, or `unmanaged` without it; `linger` once removed).
+    public var administrativeState: String
+    /// The operational state then, in networkd's words.
+    public var operationalState: String
+    /// The link is gone (`linger`): its scripts are told no addresses, as networkctl has none to say.
+    public var linkIsGone: Bool
+    /// The script directories (`NetworkdDispatcherDirectory=`), highest priority first.
+    public var directories: [String]
+    /// How long each script may run, in milliseconds (0: no limit); `[Hooks] TimeoutSec=`.
+    public var timeoutMilliseconds: Int
+    /// How many links may run scripts at once; `[Hooks] Parallelism=`.
+    public var parallelism: Int
+
+    /// A run.
+    public init(
+        id: Int, state: String, link: Link, administrativeState: String, operationalState: String,
+        linkIsGone: Bool = false, directories: [String], timeoutMilliseconds: Int = 30_000, parallelism: Int = 4
+    ) {
+        self.id = id
+        self.state = state
+        self.link = link
+        self.administrativeState = administrativeState
+        self.operationalState = operationalState
+        self.linkIsGone = linkIsGone
+        self.directories = directories
+        self.timeoutMilliseconds = timeoutMilliseconds
+        self.parallelism = parallelism
+    }
+}
+
+/// What the networkd-dispatcher compatibility keeps: the states each link's scripts were last run for (a state is
+/// run when it differs from them, as networkd-dispatcher compares with what it last saw), and systemd-networkd's
+/// administrative state of each link, from its state files.
+public struct DispatcherBook: Codable, Sendable, Equatable {
+    /// The states a link's scripts were last told.
+    public struct Told: Codable, Sendable, Equatable {
+        /// The administrative state.
+        public var administrative: String
+        /// The operational state.
+        public var operational: String
+    }
+
+    /// systemd-networkd's state directory exists: administrative states are its own.
+    public var networkdRunning = false
+    /// networkd's administrative state of each link, by index.
+    public var administrative: [Int32: String] = [:]
+    /// What each link's scripts were told, by index.
+    public var told: [Int32: Told] = [:]
+    /// Links that appeared while networkd runs, waiting for networkd to write their state file before their first
+    /// run (networkd-dispatcher hears of a link from networkd only).
+    public var awaitingNetworkd: Set<Int32> = []
+    /// The next run's id.
+    public var nextRunID = 1
+
+    /// An empty book.
+    public init() {}
+}
+
+/// The networkd-dispatcher compatibility's rules, as networkd-dispatcher 2.2 (Debian's, started with
+/// `--run-startup-triggers`) follows systemd-networkd's signals:
+/// - at start, every link runs its administrative state's directory, then its operational state's;
+/// - a link that appears runs its operational state's directory (networkd's first signal for a link carries it),
+///   while networkd runs once networkd has written the link's state file (networkd-dispatcher hears of a link from
+///   networkd only, and its first run has networkd's administrative state);
+/// - a change of either state runs the new state's directory, administrative first;
+/// - a link removed runs `linger.d` (networkd's state for a link that is gone).
+/// Ignored links run nothing. The administrative state is networkd's (read from its state files) while networkd's
+/// state directory exists (`pending` until networkd wrote the link's file), and `unmanaged` without it, as
+/// networkctl says.
+extension Transition {
+    private var dispatching: Bool {
+        !model.configuration.networkdDispatcherDirectories.isEmpty
+            && (model.phase == .running || model.phase == .reloading)
+    }
+
+    private func administrativeState(of index: Int32) -> String {
+        model.dispatcher.networkdRunning ? model.dispatcher.administrative[index] ?? "pending" : "unmanaged"
+    }
+
+    /// The first enumeration finished: every link runs its administrative, then its operational state.
+    mutating func dispatchAtStart() {
+        guard dispatching else { return }
+        for link in model.sortedLinks where !model.configuration.ignores(link.name) {
+            let told = DispatcherBook.Told(
+                administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
+            dispatch(told.administrative, link, told)
+            dispatch(told.operational, link, told)
+            model.dispatcher.told[link.index] = told
+        }
+    }
+
+    /// A link appeared: its operational state runs, once networkd (while it runs) has written the link's file.
+    mutating func dispatchAdded(_ link: Link) {
+        guard dispatching, !model.configuration.ignores(link.name) else { return }
+        if model.dispatcher.networkdRunning && model.dispatcher.administrative[link.index] == nil {
+            model.dispatcher.awaitingNetworkd.insert(link.index)
+            return
+        }
+        model.dispatcher.awaitingNetworkd.remove(link.index)
+        let told = DispatcherBook.Told(
+            administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
+        dispatch(told.operational, link, told)
+        model.dispatcher.told[link.index] = told
+    }
+
+    /// A link's operational state changed: the new one runs unless its scripts were told it last.
+    mutating func dispatchOperationalChange(_ link: Link) {
+        guard dispatching, !model.configuration.ignores(link.name) else { return }
+        guard var told = model.dispatcher.told[link.index] else { return dispatchAdded(link) }
+        let state = link.operationalState.rawValue
+        guard told.operational != state else { return }
+        told.operational = state
+        dispatch(state, link, told)
+        model.dispatcher.told[link.index] = told
+    }
+
+    /// A link went away: `linger` runs, and the link is forgotten.
+    mutating func dispatchRemoved(_ link: Link) {
+        let told = model.dispatcher.told.removeValue(forKey: link.index)
+        // One networkd never wrote of ran nothing, and nothing ends.
+        guard model.dispatcher.awaitingNetworkd.remove(link.index) == nil else { return }
+        guard dispatching, !model.configuration.ignores(link.name) else { return }
+        let removed = DispatcherBook.Told(
+            administrative: "linger", operational: told?.operational ?? link.operationalState.rawValue)
+        dispatch("linger", link, removed)
+    }
+
+    /// networkd's state files, all read (at start, and when its state directory appears or goes).
+    mutating func networkdStatesRead(running: Bool, administrative: [Int32: String]) {
+        model.dispatcher.networkdRunning = running
+        let indexes = Set(model.dispatcher.administrative.keys).union(administrative.keys)
+        model.dispatcher.administrative = [:]
+        for index in indexes.sorted() {
+            networkdStateChanged(index: index, administrative: administrative[index])
+        }
+        // Without networkd, a link waits for nothing.
+        for index in model.dispatcher.awaitingNetworkd.sorted() where !running {
+            if let link = model.links[index] { dispatchAdded(link) }
+        }
+    }
+
+    /// networkd wrote a link's state file (or removed it): a new administrative state runs.
+    mutating func networkdStateChanged(index: Int32, administrative: String?) {
+        model.dispatcher.administrative[index] = administrative
+        if administrative != nil, model.dispatcher.awaitingNetworkd.contains(index), let link = model.links[index] {
+            return dispatchAdded(link)
+        }
+        guard let administrative, let link = model.links[index], var told = model.dispatcher.told[index],
+            told.administrative != administrative, dispatching, !model.configuration.ignores(link.name)
+        else { return }
+        told.administrative = administrative
+        dispatch(administrative, link, told)
+        model.dispatcher.told[index] = told
+    }
+
+    private mutating func dispatch(_ state: String, _ link: Link, _ told: DispatcherBook.Told) {
+        let id = model.dispatcher.nextRunID
+        model.dispatcher.nextRunID += 1
+        effects.append(
+            .dispatch(
+                DispatcherRun(
+                    id: id, state: state, link: link, administrativeState: told.administrative,
+                    operationalState: told.operational, linkIsGone: state == "linger",
+                    directories: model.configuration.networkdDispatcherDirectories,
+                    timeoutMilliseconds: model.configuration.hookTimeoutMilliseconds,
+                    parallelism: model.configuration.hookParallelism)))
+    }
+}

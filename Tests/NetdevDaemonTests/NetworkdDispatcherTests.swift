@@ -1,0 +1,168 @@
+import Foundation
+import NetdevSession
+import Testing
+
+@testable import NetdevDaemon
+
+@Suite("networkd-dispatcher scripts, environment and configuration")
+struct NetworkdDispatcherTests {
+    func script(_ path: String, mode: Int = 0o755) {
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n".utf8)))
+        #expect(chmod(path, mode_t(mode)) == 0)
+    }
+
+    @Test(
+        "scripts are found as networkd-dispatcher finds them: sorted names, first regular file in directory order, mode 755 root:root or the next directory",
+        .enabled(if: getuid() == 0, "needs root: scripts must be owned by root:root"))
+    func discovery() throws {
+        try withTemporaryDirectory("netdevd-dispatcher") { root in
+            let etc = root + "/etc"
+            let lib = root + "/lib"
+            for directory in [etc + "/routable.d", lib + "/routable.d"] {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                #expect(chmod(directory, 0o755) == 0)
+            }
+            script(etc + "/routable.d/20-b")
+            script(etc + "/routable.d/10-a")
+            script(lib + "/routable.d/10-a")
+            // /dev/null is no regular file: the next directory's runs (networkd-dispatcher does not mask).
+            #expect(symlink("/dev/null", etc + "/routable.d/30-c") == 0)
+            script(lib + "/routable.d/30-c")
+            // Group-writable in /etc: refused there, /usr/lib's runs.
+            script(etc + "/routable.d/40-d", mode: 0o775)
+            script(lib + "/routable.d/40-d")
+            // Mode 700 is not 755 either: refused everywhere.
+            script(lib + "/routable.d/50-e", mode: 0o700)
+            try FileManager.default.createDirectory(
+                atPath: lib + "/routable.d/60-dir", withIntermediateDirectories: true)
+            // A symlink to a good script runs under its own name.
+            #expect(symlink(lib + "/routable.d/10-a", lib + "/routable.d/70-link") == 0)
+
+            let listing = DispatcherScripts.scripts(of: "routable", in: [etc, lib])
+            #expect(
+                listing.scripts == [
+                    etc + "/routable.d/10-a", etc + "/routable.d/20-b", lib + "/routable.d/30-c",
+                    lib + "/routable.d/40-d", lib + "/routable.d/70-link",
+                ])
+            #expect(listing.refused.map(\.path) == [etc + "/routable.d/40-d", lib + "/routable.d/50-e"])
+            #expect(listing.refused.first?.reason.hasPrefix("mode 775, owner 0:0") == true)
+            // A state networkd-dispatcher does not know has no directory; neither has a missing one.
+            #expect(DispatcherScripts.scripts(of: "../routable", in: [etc]).scripts.isEmpty)
+            #expect(DispatcherScripts.scripts(of: "carrier", in: [etc, lib]) == DispatcherScripts.Listing())
+            // The directory itself must be mode 755.
+            #expect(chmod(etc + "/routable.d", 0o775) == 0)
+            #expect(DispatcherScripts.scripts(of: "routable", in: [etc]).scripts.isEmpty)
+            #expect(DispatcherScripts.scripts(of: "routable", in: [etc]).refused.first?.path == etc + "/routable.d")
+        }
+    }
+
+    @Test(
+        "the environment holds networkd-dispatcher's variables, addresses in networkctl's order, json as Python writes it"
+    )
+    func environment() {
+        let link = Link(
+            state: LinkState(
+                index: 4, name: "eth0", kind: "veth", macAddress: "8e:7f:b3:66:47:c3", isUp: true, hasLowerUp: true,
+                isLoopback: false, kernelState: .up),
+            addresses: [
+                LinkAddress(family: .ipv6, address: "fe80::1", prefixLength: 64, scope: 253),
+                LinkAddress(family: .ipv6, address: "2001:db8::5", prefixLength: 64),
+                LinkAddress(family: .ipv4, address: "192.0.2.5", prefixLength: 24),
+                LinkAddress(family: .ipv4, address: "127.0.0.2", prefixLength: 8, scope: 254),
+            ],
+            defaultRoutes: [DefaultRoute(family: .ipv4, gateway: "192.0.2.1")])
+        let run = DispatcherRun(
+            id: 1, state: "routable", link: link, administrativeState: "configured", operationalState: "routable",
+            directories: ["/etc/networkd-dispatcher"])
+        #expect(
+            DispatcherEnvironment.variables(for: run) == [
+                "ADDR=192.0.2.5", "ESSID=", "IP_ADDRS=192.0.2.5", "IP6_ADDRS=2001:db8::5", "IFACE=eth0",
+                "STATE=routable", "AdministrativeState=configured", "OperationalState=routable",
+                "json={\"Address\": [\"192.0.2.5\", \"127.0.0.2\", \"2001:db8::5\", \"fe80::1\"], "
+                    + "\"AdministrativeState\": \"configured\", \"Gateway\": [\"192.0.2.1\"], "
+                    + "\"Hardware Address\": [\"8e:7f:b3:66:47:c3\"], \"InterfaceName\": \"eth0\", \"Kind\": [\"veth\"], "
+                    + "\"OperationalState\": \"routable\", \"State\": \"routable (configured)\", \"Type\": \"ether\"}",
+            ])
+        var gone = run
+        gone.state = "linger"
+        gone.linkIsGone = true
+        #expect(
+            DispatcherEnvironment.variables(for: gone).last
+                == "json={\"AdministrativeState\": \"configured\", \"InterfaceName\": \"eth0\", "
+                + "\"OperationalState\": \"routable\", \"State\": \"routable (configured)\", \"Type\": \"ether\"}")
+        #expect(DispatcherEnvironment.variables(for: gone).first == "ADDR=")
+        #expect(DispatcherEnvironment.quoted("é\"\\\n😀") == "\"\\u00e9\\\"\\\\\\n\\ud83d\\ude00\"")
+    }
+
+    @Test(
+        "[Hooks] NetworkdDispatcherDirectory= is repeatable, in order, emptied by an empty value; a relative path is a warning"
+    )
+    func configuration() {
+        let text = """
+            [Hooks]
+            NetworkdDispatcherDirectory=/old
+            NetworkdDispatcherDirectory=
+            NetworkdDispatcherDirectory=/etc/networkd-dispatcher/
+            NetworkdDispatcherDirectory=/usr/lib/networkd-dispatcher
+            NetworkdDispatcherDirectory=/etc/networkd-dispatcher
+            NetworkdDispatcherDirectory=networkd-dispatcher
+            """
+        guard case .loaded(let configuration, let warnings) = ConfigurationLoader.parse(text, file: "f") else {
+            Issue.record("expected the file to load")
+            return
+        }
+        #expect(
+            configuration.networkdDispatcherDirectories == ["/etc/networkd-dispatcher", "/usr/lib/networkd-dispatcher"])
+        #expect(
+            warnings.map(\.description) == [
+                "f:7: NetworkdDispatcherDirectory='networkd-dispatcher' must be an absolute path without '.' or '..', "
+                    + "such as /etc/networkd-dispatcher; the line is ignored"
+            ])
+        #expect(Configuration().networkdDispatcherDirectories.isEmpty)
+    }
+
+    @Test(
+        "the hook runner starts a networkd-dispatcher script of its own directories only, without arguments, with networkd-dispatcher's variables only",
+        .enabled(if: getuid() == 0, "needs root: scripts must be owned by root:root"))
+    func runner() throws {
+        try withTemporaryDirectory("netdevd-dispatcher-runner") { root in
+            try FileManager.default.createDirectory(atPath: root + "/routable.d", withIntermediateDirectories: true)
+            #expect(chmod(root + "/routable.d", 0o755) == 0)
+            let path = root + "/routable.d/50-echo"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: path, contents: Data("#!/bin/sh\necho \"$# $IFACE $STATE $NETDEVD_EVENT\"\n".utf8)))
+            #expect(chmod(path, 0o755) == 0)
+            let served = HookRunnerProcessTests.Served(directories: [], dispatcherDirectories: [root])
+            func start(_ id: Int, _ event: String, _ path: String, _ environment: [String]) -> HookOutcome? {
+                served.send(
+                    .start(
+                        HookLaunch(
+                            id: id, event: event, path: path, arguments: [], environment: environment,
+                            timeoutMilliseconds: 5_000, killGraceMilliseconds: 500)))
+                return served.end(of: id)
+            }
+            let ran = start(1, "networkd-dispatcher/routable", path, ["IFACE=eth0", "STATE=routable"])
+            #expect(ran?.status == .exited(0))
+            #expect(ran?.outputTail == "0 eth0 routable")
+            // Another state's directory, a hook variable, an unknown state: refused.
+            let carrier = start(2, "networkd-dispatcher/carrier", path, ["IFACE=eth0"])
+            #expect(
+                carrier?.status
+                    == .notStarted(
+                        "the hook runner refused it: \(path), which is not a hook of networkd-dispatcher/carrier in "
+                            + root + "/carrier.d"))
+            let variable = start(3, "networkd-dispatcher/routable", path, ["NETDEVD_EVENT=x"])
+            #expect(
+                variable?.status
+                    == .notStarted(
+                        "the hook runner refused it: the environment variable NETDEVD_EVENT, which hooks are never given"
+                    ))
+            let unknown = start(4, "networkd-dispatcher/../routable.d", path, [])
+            guard case .notStarted = unknown?.status else {
+                Issue.record("a script ran for an unknown state: \(String(describing: unknown))")
+                return
+            }
+        }
+    }
+}
