@@ -52,143 +52,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DEB=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 [ "$(id -u)" = 0 ] || { echo "run.sh: needs root (systemd-nspawn, cgroups, nsenter)" >&2; exit 1; }
 
-ROOT=$("$HERE/rootfs.sh") || { echo "run.sh: no root tree" >&2; exit 1; }
-ID=netdevd-e2e-$$
-PKGFILE=/mnt/netdevd-e2e/$(basename "$DEB")
-
-# ---- output helpers ----------------------------------------------------------------------------------------
-now() { date +%s.%N; }
-T0=$(now)
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
-say() { echo "[$(since "$T0")s] $*"; }
-RESULTS=()
-FAILED=0
-pass() { RESULTS+=("PASS $*"); echo "PASS $*"; }
-fail() { RESULTS+=("FAIL $*"); echo "FAIL $*"; FAILED=1; }
-indent() { sed 's/^/    /'; }
-
-# ---- cgroups: hybrid hierarchy (unified + name=systemd, as on this host) or pure cgroup2 --------------------
-if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-    CGDIRS=("/sys/fs/cgroup/$ID")
-else
-    CGDIRS=("/sys/fs/cgroup/unified/$ID" "/sys/fs/cgroup/systemd/$ID")
-fi
-
-NSPAWN=
-L=
-WORK=
-# The script's own output, saved: a signal's trap can run while a shell function's redirection (C ... > file)
-# is in force, and its messages must not end up in that file.
-exec 3>&1 4>&2
-cleanup() {
-    local rc=$? left=0
-    trap - EXIT INT TERM
-    exec 1>&3 2>&4
-    # Background helpers of this script (nsenter'd monitors) first.
-    local j
-    for j in $(jobs -p); do [ "$j" != "$NSPAWN" ] && kill "$j" 2>/dev/null; done
-    if [ -n "$NSPAWN" ] && kill -0 "$NSPAWN" 2>/dev/null; then
-        # SIGTERM to nspawn makes it send SIGRTMIN+3 to the container's systemd: an orderly poweroff.
-        kill -TERM "$NSPAWN"
-        for _ in $(seq 1 150); do kill -0 "$NSPAWN" 2>/dev/null || break; sleep 0.1; done
-        kill -0 "$NSPAWN" 2>/dev/null && { echo "cleanup: nspawn still running after 15 s, SIGKILL"; kill -KILL "$NSPAWN"; }
-        wait "$NSPAWN" 2>/dev/null
-    fi
-    # Anything still in the container's cgroups (after a SIGKILLed nspawn) is killed; then the cgroups go.
-    local d p
-    for d in "${CGDIRS[@]}"; do
-        [ -d "$d" ] || continue
-        for _ in $(seq 1 50); do
-            p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
-            [ -z "$p" ] && break
-            kill -KILL $p 2>/dev/null; sleep 0.1
-        done
-        find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
-    done
-    # Leftovers fail the run: cgroups, mounts of the tree or the work directory, the container's init. (Its
-    # network namespace and mount namespaces die with its last process.)
-    for d in /sys/fs/cgroup/*/"$ID" "/sys/fs/cgroup/$ID"; do
-        [ -d "$d" ] && { echo "cleanup: LEFTOVER cgroup $d"; left=1; }
-    done
-    if findmnt -rn -o TARGET,SOURCE | grep -F -e "$ROOT" -e "${WORK:-$ROOT}" -e "$ID" | grep -q .; then
-        echo "cleanup: LEFTOVER mounts:"; findmnt -rn -o TARGET,SOURCE | grep -F -e "$ROOT" -e "${WORK:-$ROOT}" -e "$ID"; left=1
-    fi
-    if [ -n "$L" ] && kill -0 "$L" 2>/dev/null; then echo "cleanup: LEFTOVER container init $L"; left=1; fi
-    [ $left = 0 ] && echo "cleanup: container stopped; no cgroup ($ID), mount or process left behind"
-    if [ "${NETDEVD_E2E_KEEP:-0}" = 1 ]; then touch "$WORK/.kept"; echo "cleanup: kept $WORK"; elif [ -n "$WORK" ]; then rm -rf "$WORK"; fi
-    [ $left = 0 ] || rc=1
-    exit $rc
-}
-trap cleanup EXIT
-trap 'echo "interrupted" >&3; exit 130' INT TERM
-
-# What earlier runs that were SIGKILLed left (their run.sh is gone, so no trap cleaned up): the container, still
-# running in its cgroups, and the work directory.
-for d in /tmp/netdevd-e2e-*.*; do
-    owner=${d#/tmp/netdevd-e2e-}; owner=${owner%%.*}
-    [ -d "$d" ] && [ ! -e "$d/.kept" ] && ! kill -0 "$owner" 2>/dev/null && rm -rf "$d"
-done
-for d in /sys/fs/cgroup/netdevd-e2e-* /sys/fs/cgroup/unified/netdevd-e2e-* /sys/fs/cgroup/systemd/netdevd-e2e-*; do
-    [ -d "$d" ] || continue
-    owner=${d##*-}
-    kill -0 "$owner" 2>/dev/null && continue
-    echo "removing the cgroup of an earlier, killed run: $d"
-    for _ in $(seq 1 50); do
-        p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
-        [ -z "$p" ] && break
-        kill -KILL $p 2>/dev/null; sleep 0.1
-    done
-    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
-done
-
-WORK=$(mktemp -d "/tmp/$ID.XXXXXX")
-mkdir -p "$WORK/pkg"
-cp "$DEB" "$WORK/pkg/" || exit 1
-
-# ---- boot ------------------------------------------------------------------------------------------------------
-for d in "${CGDIRS[@]}"; do mkdir "$d" || exit 1; done
-say "booting $ROOT as $ID"
-# A private mount namespace with a tmpfs on /run/systemd: nspawn keeps its state under /run/systemd/nspawn,
-# and the host's /run must not keep any of it. nspawn runs in our own cgroups (--keep-unit --register=no: no
-# host systemd or machined to ask), which the container's systemd subdivides and cleanup removes.
-# shellcheck disable=SC2016,SC2086
-unshare --mount --propagation private bash -c '
-    for d in "$@"; do [ "$d" = -- ] && break; echo $$ > "$d/cgroup.procs"; done
-    while [ "$1" != -- ]; do shift; done; shift
-    mount -n -t tmpfs -o mode=0755 tmpfs /run/systemd
-    mkdir -p /run/systemd/nspawn /run/systemd/inaccessible/dir
-    touch /run/systemd/inaccessible/reg
-    chmod 000 /run/systemd/inaccessible/reg /run/systemd/inaccessible/dir
-    exec systemd-nspawn "$@"' netdevd-e2e "${CGDIRS[@]}" -- \
-    --quiet --boot --directory="$ROOT" --machine="$ID" --register=no --keep-unit \
-    --private-network --volatile=overlay --console=read-only \
-    --bind-ro="$WORK/pkg:/mnt/netdevd-e2e" ${NETDEVD_E2E_NSPAWN_ARGS:-} \
-    > "$WORK/console.log" 2>&1 &
-NSPAWN=$!
-for _ in $(seq 1 300); do L=$(pgrep -P "$NSPAWN" -x systemd) && break; sleep 0.05; done
-[ -n "$L" ] || { echo "FAIL boot: the container's systemd did not appear"; indent < "$WORK/console.log"; exit 1; }
-C() { nsenter -t "$L" -a "$@"; }    # a command inside the container (all its namespaces)
-for _ in $(seq 1 200); do C test -S /run/systemd/private 2>/dev/null && break; sleep 0.05; done
-state=$(C timeout 60 systemctl is-system-running --wait 2>/dev/null)
-say "container up: PID 1 is host pid $L, system state '$state' ($(C systemd-analyze time 2>/dev/null | head -1 | sed 's/^Startup finished in //'))"
-if [ "$state" != running ] && [ "$state" != degraded ]; then
-    fail "boot: system state '$state'"; exit 1
-fi
-[ "$state" = degraded ] && C systemctl --failed --no-legend | indent
-
-# ---- helpers inside the container -----------------------------------------------------------------------------
-prop() { C systemctl show -p "$2" --value "$1"; }
-# A point in time for `journalctl --since=@MARK` (µs; the container's clock is the host's). Not cursors: on 252,
-# `--after-cursor` with matches skips the first matching entry when the cursor's own entry does not match.
-mark() { date +%s.%6N; }
-# wait_until SECONDS COMMAND...: polls every 0.1 s; returns 1 on timeout
-wait_until() {
-    local limit=$1 t; shift; t=$(now)
-    until "$@"; do
-        [ "$(awk -v a="$t" -v b="$(now)" -v l="$limit" 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
-        sleep 0.1
-    done
-}
+. "$HERE/container.sh"
 
 # readme_block HEADING: the first ```sh block under README's heading (a line "## HEADING" or "### HEADING"), up to
 # its first comment line: the commands an operator is told to type, run as written (sudo is the container's root).
@@ -901,13 +765,14 @@ nsenter -t "$L" -n ip link del demo0 2>/dev/null
 # systemd-networkd runs (no .network file: every link unmanaged) with Debian's networkd-dispatcher (its unit's
 # --run-startup-triggers) and netdevd (NetworkdDispatcherDirectory= the same two directories) side by side. One script
 # in off.d, no-carrier.d, carrier.d, degraded.d, routable.d and linger.d records each run (which daemon ran it, by its
-# parent's name; the directory, arguments, environment). One link (a veth whose peer is in a namespace of the test's
+# parent's name; the directory, arguments, environment), and in the administrative states' pending.d, initialized.d,
+# configuring.d, configured.d and unmanaged.d. One link (a veth whose peer is in a namespace of the test's
 # own) is created, raised, gets carrier, an address, a default route, loses carrier, and is deleted; the two records
 # are compared run by run: same directories in the same order per link, same arguments and variables, except what
 # is listed with its reason. Then README's "Replacing networkd-dispatcher" commands run, and a second link shows the
 # scripts running under netdevd alone.
 x0=$(mark)
-x_dirs="off no-carrier carrier degraded routable linger"
+x_dirs="off no-carrier carrier degraded routable linger pending initialized configuring configured unmanaged"
 command -v python3 > /dev/null || fail "x. networkd-dispatcher: python3 is needed on the host to compare the records"
 for d in $x_dirs; do C mkdir -p "/etc/networkd-dispatcher/$d.d"; done
 C sh -c 'cat > /tmp/e2e-nd-dump && install -o root -g root -m 0755 /tmp/e2e-nd-dump /etc/networkd-dispatcher/off.d/50-e2e-dump && rm /tmp/e2e-nd-dump' <<'HOOK'
@@ -1068,7 +933,7 @@ fi
 kill "$X_PEER" 2>/dev/null; wait "$X_PEER" 2>/dev/null
 C systemctl stop systemd-networkd.service systemd-networkd.socket > /dev/null 2>&1
 C systemctl enable networkd-dispatcher.service > /dev/null 2>&1
-C sh -c 'rm -f /etc/netdevd/netdevd.conf.d/e2e-nd.conf /etc/netdevd/netdevd.conf.d/networkd-dispatcher.conf; rm -rf /run/e2e-nd; for d in '"$x_dirs"'; do rm -f /etc/networkd-dispatcher/$d.d/50-e2e-dump; done; rmdir /etc/networkd-dispatcher/linger.d'
+C sh -c 'rm -f /etc/netdevd/netdevd.conf.d/e2e-nd.conf /etc/netdevd/netdevd.conf.d/networkd-dispatcher.conf; rm -rf /run/e2e-nd; for d in '"$x_dirs"'; do rm -f /etc/networkd-dispatcher/$d.d/50-e2e-dump; done; for d in linger pending initialized configuring configured unmanaged; do rmdir /etc/networkd-dispatcher/$d.d; done'
 C systemctl restart netdevd.service
 
 # ---- n. noise: no line an operator cannot act on, over every start above ------------------------------------------

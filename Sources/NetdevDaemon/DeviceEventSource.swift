@@ -278,6 +278,8 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     struct InotifyEvent: Equatable {
         var watch: Int32
         var name: String
+        /// What happened (`IN_CREATE`, `IN_IGNORED`, `IN_Q_OVERFLOW`, ...).
+        var mask: UInt32 = 0
     }
 
     /// The events in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes of
@@ -287,15 +289,16 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         var offset = bytes.startIndex
         let header = 16
         while offset + header <= bytes.endIndex {
-            let (watch, length) = bytes[offset..<offset + header].withUnsafeBytes {
+            let (watch, mask, length) = bytes[offset..<offset + header].withUnsafeBytes {
                 (
                     $0.loadUnaligned(fromByteOffset: 0, as: Int32.self),
+                    $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
                     $0.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
                 )
             }
             let end = min(offset + header + Int(length), bytes.endIndex)
             let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
-            events.append(InotifyEvent(watch: watch, name: String(decoding: name, as: UTF8.self)))
+            events.append(InotifyEvent(watch: watch, name: String(decoding: name, as: UTF8.self), mask: mask))
             offset = end
         }
         return events

@@ -106,6 +106,9 @@ public enum TimerID: Codable, Sendable, Hashable {
     case debounce(HookSubject)
     /// The stop waited long enough for running hooks.
     case stopDeadline
+    /// A link that appeared while networkd runs waited long enough for networkd's state file: its scripts run
+    /// without it.
+    case networkdWait(index: Int32)
     /// Time to try a failed enumeration again.
     case retryEnumeration
     /// Time to count the hook runs dropped since the last count in one journal entry.

@@ -24,6 +24,7 @@ extension Transition {
         model.isEnumerated = true
         if wasResync {
             announceChanges(from: previous, hooks: true)
+            dispatchAfterResync()
             log(
                 5, .resynced, "Re-read the state after lost events: \(statusLine)",
                 [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
@@ -101,6 +102,8 @@ extension Transition {
             finishStop()
         case .dropSummary:
             summariseDrops()
+        case .networkdWait(let index):
+            networkdWaitExpired(index)
         case .retryEnumeration:
             guard model.phase == .enumerating || model.phase == .resyncing else { return }
             model.enumerationGeneration += 1
@@ -141,7 +144,9 @@ extension Transition {
         if dispatching != !model.configuration.networkdDispatcherDirectories.isEmpty {
             // Scripts run from the next change on; what links were last told is forgotten when they stop.
             effects.append(.watchNetworkdStates(dispatching))
-            if !dispatching { model.dispatcher = DispatcherBook() }
+            model.dispatcher = DispatcherBook()
+            // The links' states as they are now count as told: scripts run from their next change on.
+            model.dispatcher.adoptPending = dispatching
         }
         model.configuration = configuration
         model.reloadInFlight = false

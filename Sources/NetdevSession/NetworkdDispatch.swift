@@ -62,6 +62,13 @@ public struct DispatcherBook: Codable, Sendable, Equatable {
     /// Links that appeared while networkd runs, waiting for networkd to write their state file before their first
     /// run (networkd-dispatcher hears of a link from networkd only).
     public var awaitingNetworkd: Set<Int32> = []
+    /// The first ``Event/networkdStatesRead(running:administrative:)`` arrived: the administrative states are
+    /// known.
+    public var networkdStatesKnown = false
+    /// The start's runs wait for the administrative states.
+    public var startPending = false
+    /// Turned on by a reload: the first states read are taken as told, without running.
+    public var adoptPending = false
     /// The next run's id.
     public var nextRunID = 1
 
@@ -90,9 +97,14 @@ extension Transition {
         model.dispatcher.networkdRunning ? model.dispatcher.administrative[index] ?? "pending" : "unmanaged"
     }
 
-    /// The first enumeration finished: every link runs its administrative, then its operational state.
+    /// The first enumeration finished: every link runs its administrative, then its operational state (once
+    /// networkd's states are known).
     mutating func dispatchAtStart() {
         guard dispatching else { return }
+        guard model.dispatcher.networkdStatesKnown else {
+            model.dispatcher.startPending = true
+            return
+        }
         for link in model.sortedLinks where !model.configuration.ignores(link.name) {
             let told = DispatcherBook.Told(
                 administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
@@ -106,10 +118,14 @@ extension Transition {
     mutating func dispatchAdded(_ link: Link) {
         guard dispatching, !model.configuration.ignores(link.name) else { return }
         if model.dispatcher.networkdRunning && model.dispatcher.administrative[link.index] == nil {
-            model.dispatcher.awaitingNetworkd.insert(link.index)
+            if model.dispatcher.awaitingNetworkd.insert(link.index).inserted {
+                effects.append(.startTimer(.networkdWait(index: link.index), milliseconds: Self.networkdWait))
+            }
             return
         }
-        model.dispatcher.awaitingNetworkd.remove(link.index)
+        if model.dispatcher.awaitingNetworkd.remove(link.index) != nil {
+            effects.append(.cancelTimer(.networkdWait(index: link.index)))
+        }
         let told = DispatcherBook.Told(
             administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
         dispatch(told.operational, link, told)
@@ -131,7 +147,10 @@ extension Transition {
     mutating func dispatchRemoved(_ link: Link) {
         let told = model.dispatcher.told.removeValue(forKey: link.index)
         // One networkd never wrote of ran nothing, and nothing ends.
-        guard model.dispatcher.awaitingNetworkd.remove(link.index) == nil else { return }
+        guard model.dispatcher.awaitingNetworkd.remove(link.index) == nil else {
+            effects.append(.cancelTimer(.networkdWait(index: link.index)))
+            return
+        }
         guard dispatching, !model.configuration.ignores(link.name) else { return }
         let removed = DispatcherBook.Told(
             administrative: "linger", operational: told?.operational ?? link.operationalState.rawValue)
@@ -141,6 +160,16 @@ extension Transition {
     /// networkd's state files, all read (at start, and when its state directory appears or goes).
     mutating func networkdStatesRead(running: Bool, administrative: [Int32: String]) {
         model.dispatcher.networkdRunning = running
+        model.dispatcher.networkdStatesKnown = true
+        if model.dispatcher.adoptPending {
+            model.dispatcher.adoptPending = false
+            model.dispatcher.administrative = administrative
+            for link in model.links.values where !model.configuration.ignores(link.name) {
+                model.dispatcher.told[link.index] = DispatcherBook.Told(
+                    administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
+            }
+            return
+        }
         let indexes = Set(model.dispatcher.administrative.keys).union(administrative.keys)
         model.dispatcher.administrative = [:]
         for index in indexes.sorted() {
@@ -149,6 +178,10 @@ extension Transition {
         // Without networkd, a link waits for nothing.
         for index in model.dispatcher.awaitingNetworkd.sorted() where !running {
             if let link = model.links[index] { dispatchAdded(link) }
+        }
+        if model.dispatcher.startPending {
+            model.dispatcher.startPending = false
+            dispatchAtStart()
         }
     }
 
@@ -164,6 +197,34 @@ extension Transition {
         told.administrative = administrative
         dispatch(administrative, link, told)
         model.dispatcher.told[index] = told
+    }
+
+    /// How long a new link waits for networkd's state file, in milliseconds.
+    static let networkdWait = 5_000
+
+    /// networkd did not write a new link's file in time: its operational state runs, told `unmanaged`.
+    mutating func networkdWaitExpired(_ index: Int32) {
+        guard model.dispatcher.awaitingNetworkd.remove(index) != nil, let link = model.links[index], dispatching,
+            !model.configuration.ignores(link.name)
+        else { return }
+        let told = DispatcherBook.Told(administrative: "unmanaged", operational: link.operationalState.rawValue)
+        dispatch(told.operational, link, told)
+        model.dispatcher.told[index] = told
+    }
+
+    /// A resync ended: administrative states that changed meanwhile run, and links that waited for networkd's file
+    /// and have it now run (links added or changed are run by the resync's own announcements).
+    mutating func dispatchAfterResync() {
+        guard dispatching else { return }
+        for index in model.dispatcher.awaitingNetworkd.sorted() where model.dispatcher.administrative[index] != nil {
+            if let link = model.links[index] { dispatchAdded(link) }
+        }
+        guard model.dispatcher.networkdRunning else { return }
+        for (index, told) in model.dispatcher.told.sorted(by: { $0.key < $1.key }) {
+            if let administrative = model.dispatcher.administrative[index], administrative != told.administrative {
+                networkdStateChanged(index: index, administrative: administrative)
+            }
+        }
     }
 
     private mutating func dispatch(_ state: String, _ link: Link, _ told: DispatcherBook.Told) {

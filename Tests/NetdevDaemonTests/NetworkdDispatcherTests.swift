@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Locking
 import NetdevSession
 import Testing
 
@@ -91,6 +93,21 @@ struct NetworkdDispatcherTests {
                 == "json={\"AdministrativeState\": \"configured\", \"InterfaceName\": \"eth0\", "
                 + "\"OperationalState\": \"routable\", \"State\": \"routable (configured)\", \"Type\": \"ether\"}")
         #expect(DispatcherEnvironment.variables(for: gone).first == "ADDR=")
+        // Ties broken as networkctl breaks them: by the address's bytes (192.0.2.9 before 192.0.2.10); gateways
+        // IPv4 first, then by metric.
+        let tied = Link(
+            state: link.state,
+            addresses: [
+                LinkAddress(family: .ipv4, address: "192.0.2.10", prefixLength: 24),
+                LinkAddress(family: .ipv4, address: "192.0.2.9", prefixLength: 24),
+            ],
+            defaultRoutes: [
+                DefaultRoute(family: .ipv6, gateway: "fe80::1", metric: 1),
+                DefaultRoute(family: .ipv4, gateway: "192.0.2.254", metric: 200),
+                DefaultRoute(family: .ipv4, gateway: "192.0.2.1", metric: 100),
+            ])
+        #expect(DispatcherEnvironment.listed(tied.addresses).map(\.address) == ["192.0.2.9", "192.0.2.10"])
+        #expect(DispatcherEnvironment.gateways(of: tied) == ["192.0.2.1", "192.0.2.254", "fe80::1"])
         #expect(DispatcherEnvironment.quoted("é\"\\\n😀") == "\"\\u00e9\\\"\\\\\\n\\ud83d\\ude00\"")
     }
 
@@ -158,11 +175,82 @@ struct NetworkdDispatcherTests {
                     == .notStarted(
                         "the hook runner refused it: the environment variable NETDEVD_EVENT, which hooks are never given"
                     ))
+            let outside = start(5, "networkd-dispatcher/routable", "/bin/sh", [])
+            #expect(
+                outside?.status
+                    == .notStarted(
+                        "the hook runner refused it: /bin/sh, which is not a hook of networkd-dispatcher/routable in "
+                            + root + "/routable.d"))
+            served.send(
+                .start(
+                    HookLaunch(
+                        id: 6, event: "networkd-dispatcher/routable", path: path, arguments: ["-c", "id"],
+                        environment: [], timeoutMilliseconds: 5_000, killGraceMilliseconds: 500)))
+            #expect(
+                served.end(of: 6)?.status
+                    == .notStarted(
+                        "the hook runner refused it: arguments for a networkd-dispatcher script, which gets none"))
             let unknown = start(4, "networkd-dispatcher/../routable.d", path, [])
             guard case .notStarted = unknown?.status else {
                 Issue.record("a script ran for an unknown state: \(String(describing: unknown))")
                 return
             }
+        }
+    }
+}
+
+@Suite("networkd's state files, watched")
+struct NetworkdStateWatcherTests {
+    /// Waits up to 5 s for `condition` over the events seen so far.
+    func wait(_ events: Locked<[Event]>, _ condition: ([Event]) -> Bool) -> Bool {
+        for _ in 0..<500 {
+            if events.withLock({ condition($0) }) { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    @Test(
+        "networkd's directory appearing, its state file, link files written by rename and removed: each reported, nothing more"
+    )
+    func follows() throws {
+        try withTemporaryDirectory("netdevd-netif") { base in
+            let root = base + "/systemd/netif"
+            let events = Locked<[Event]>([])
+            let queue = DispatchQueue(label: "netif-test")
+            let watcher = NetworkdStateWatcher(
+                root: root, queue: queue, problem: { Issue.record("problem: \($0)") },
+                send: { event in events.withLock { $0.append(event) } })
+            queue.sync { watcher.start() }
+            defer { queue.sync { watcher.stop() } }
+            #expect(events.withLock { $0 } == [.networkdStatesRead(running: false, administrative: [:])])
+
+            // tmpfiles makes the directories at boot, networkd or not: not running yet.
+            try FileManager.default.createDirectory(atPath: root + "/links", withIntermediateDirectories: true)
+            #expect(wait(events) { $0.count >= 2 })
+            #expect(events.withLock { $0.last } == .networkdStatesRead(running: false, administrative: [:]))
+            // networkd writes its state, then a link's file, as it does: a temporary file renamed into place.
+            let count = events.withLock { $0.count }
+            #expect(FileManager.default.createFile(atPath: root + "/.#state1", contents: Data("OPER_STATE=off\n".utf8)))
+            #expect(rename(root + "/.#state1", root + "/state") == 0)
+            #expect(wait(events) { $0.count > count })
+            #expect(events.withLock { $0.last } == .networkdStatesRead(running: true, administrative: [:]))
+            #expect(
+                FileManager.default.createFile(
+                    atPath: root + "/links/.#3abc", contents: Data("ADMIN_STATE=configured\nOPER_STATE=routable\n".utf8)
+                ))
+            #expect(rename(root + "/links/.#3abc", root + "/links/3") == 0)
+            #expect(wait(events) { $0.last == .networkdStateChanged(index: 3, administrative: "configured") })
+            // The state file rewritten (networkd does at every change) is not reported again.
+            let settled = events.withLock { $0.count }
+            #expect(
+                FileManager.default.createFile(atPath: root + "/.#state2", contents: Data("OPER_STATE=routable\n".utf8))
+            )
+            #expect(rename(root + "/.#state2", root + "/state") == 0)
+            #expect(unlink(root + "/links/3") == 0)
+            #expect(wait(events) { $0.last == .networkdStateChanged(index: 3, administrative: nil) })
+            usleep(200_000)
+            #expect(events.withLock { $0.count } == settled + 1)
         }
     }
 }

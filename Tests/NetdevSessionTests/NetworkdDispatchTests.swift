@@ -24,6 +24,13 @@ struct NetworkdDispatchTests {
         return runs(next.effects)
     }
 
+    /// A running session with the compatibility on, networkd's states read (networkd not running): started.
+    static func started(_ configuration: Configuration = configuration) -> Model {
+        var model = Fixture.running(configuration: configuration)
+        _ = step(&model, .networkdStatesRead(running: false, administrative: [:]))
+        return model
+    }
+
     @Test("at start every link runs its administrative, then its operational state; without networkd: unmanaged")
     func startupTriggers() throws {
         var model = Model(configuration: Self.configuration)
@@ -37,16 +44,38 @@ struct NetworkdDispatchTests {
                 snapshot: Snapshot(
                     links: [Fixture.loopback, Fixture.routable(2, "eth0"), Fixture.routable(3, "ignored0")],
                     devices: [])))
+        // Nothing runs before networkd's states are known (the watcher answers on its own queue).
+        #expect(Self.runs(started.effects) == [])
+        model = try #require(started.model)
         #expect(
-            Self.runs(started.effects) == [
+            Self.step(&model, .networkdStatesRead(running: false, administrative: [:])) == [
                 "unmanaged lo unmanaged/carrier", "carrier lo unmanaged/carrier",
                 "unmanaged eth0 unmanaged/routable", "routable eth0 unmanaged/routable",
             ])
+        #expect(Self.step(&model, .networkdStatesRead(running: false, administrative: [:])) == [])
+    }
+
+    @Test("networkd's states read before the links: the start runs with networkd's administrative states")
+    func startupWithNetworkd() throws {
+        var model = Session.initiate(Model(configuration: Self.configuration)).model
+        #expect(
+            Self.step(&model, .networkdStatesRead(running: true, administrative: [1: "unmanaged", 2: "configured"]))
+                == [])
+        #expect(
+            Self.step(
+                &model,
+                .enumerated(
+                    generation: model.enumerationGeneration,
+                    snapshot: Snapshot(links: [Fixture.loopback, Fixture.routable(2, "eth0")], devices: [])))
+                == [
+                    "unmanaged lo unmanaged/carrier", "carrier lo unmanaged/carrier",
+                    "configured eth0 configured/routable", "routable eth0 configured/routable",
+                ])
     }
 
     @Test("a link's life: each state entered runs once, in order; the same state again runs nothing; removal lingers")
     func life() {
-        var model = Fixture.running(configuration: Self.configuration)
+        var model = Self.started()
         #expect(Self.step(&model, .linkChanged(Fixture.state(4, "veth0", up: false))) == ["off veth0 unmanaged/off"])
         #expect(
             Self.step(&model, .linkChanged(Fixture.state(4, "veth0", carrier: false)))
@@ -70,9 +99,12 @@ struct NetworkdDispatchTests {
 
     @Test("while networkd runs, a new link waits for its state file; administrative changes run, in networkd's words")
     func withNetworkd() {
-        var model = Fixture.running(configuration: Self.configuration)
+        var model = Self.started()
         #expect(Self.step(&model, .networkdStatesRead(running: true, administrative: [1: "unmanaged"])) == [])
-        #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", up: false))) == [])
+        let added = Session.update(model, .linkChanged(Fixture.state(5, "veth1", up: false)))
+        #expect(Self.runs(added.effects) == [])
+        #expect(added.effects.contains(.startTimer(.networkdWait(index: 5), milliseconds: 5_000)))
+        model = added.model ?? model
         #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", carrier: false))) == [])
         #expect(
             Self.step(&model, .networkdStateChanged(index: 5, administrative: "initialized"))
@@ -92,12 +124,46 @@ struct NetworkdDispatchTests {
             Self.step(&model, .networkdStatesRead(running: false, administrative: [:])) == ["off veth3 unmanaged/off"])
     }
 
+    @Test(
+        "a link networkd never writes of runs as unmanaged once the wait is over; a resync runs what changed meanwhile")
+    func waitAndResync() throws {
+        var model = Self.started()
+        _ = Self.step(&model, .networkdStatesRead(running: true, administrative: [1: "unmanaged"]))
+        #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", up: false))) == [])
+        #expect(Self.step(&model, .timerFired(.networkdWait(index: 5))) == ["off veth1 unmanaged/off"])
+        #expect(Self.step(&model, .timerFired(.networkdWait(index: 5))) == [])
+        // During a resync nothing runs; what networkd changed meanwhile runs when it ends.
+        _ = Self.step(&model, .monitorOverflowed(source: .netlink))
+        #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: "configured")) == [])
+        let snapshot = Snapshot(
+            links: [Fixture.loopback, Link(state: Fixture.state(5, "veth1", up: false))], devices: [])
+        #expect(
+            Self.step(&model, .enumerated(generation: model.enumerationGeneration, snapshot: snapshot))
+                == ["configured veth1 configured/off"])
+    }
+
+    @Test("turned on by a reload: the links' states as they are count as told; scripts run from the next change")
+    func onByReload() throws {
+        var model = Fixture.running([Link(state: Fixture.state(2, "eth0"))], configuration: Self.configured)
+        model = try #require(Session.update(model, .reloadRequested(by: "test")).model)
+        let reloaded = Session.update(model, .configurationLoaded(Self.configuration, warnings: []))
+        #expect(reloaded.effects.contains(.watchNetworkdStates(true)))
+        #expect(Self.runs(reloaded.effects) == [])
+        model = try #require(reloaded.model)
+        #expect(Self.step(&model, .networkdStatesRead(running: true, administrative: [2: "configured"])) == [])
+        #expect(Self.step(&model, .networkdStateChanged(index: 2, administrative: "configured")) == [])
+        #expect(
+            Self.step(&model, .networkdStateChanged(index: 2, administrative: "configuring"))
+                == ["configuring eth0 configuring/carrier"])
+        #expect(Self.step(&model, .addressAdded(index: 2, Fixture.v4)) == ["routable eth0 configuring/routable"])
+    }
+
     @Test("off by default, for ignored links, and once a reload empties the directories")
     func off() {
         var plain = Fixture.running()
         #expect(Session.initiate(Model()).effects.contains(.watchNetworkdStates(true)) == false)
         #expect(Self.step(&plain, .linkChanged(Fixture.state(4, "veth0"))) == [])
-        var model = Fixture.running(configuration: Self.configuration)
+        var model = Self.started()
         #expect(Self.step(&model, .linkChanged(Fixture.state(8, "ignored1"))) == [])
         model = Session.update(model, .reloadRequested(by: "test")).model ?? model
         let reloaded = Session.update(model, .configurationLoaded(Self.configured, warnings: []))
@@ -111,7 +177,7 @@ struct NetworkdDispatchTests {
         var configuration = Self.configuration
         configuration.hookTimeoutMilliseconds = 5_000
         configuration.hookParallelism = 2
-        let model = Fixture.running(configuration: configuration)
+        let model = Self.started(configuration)
         let run = try #require(
             Session.update(model, .linkChanged(Fixture.state(4, "veth0"))).effects.compactMap(\.dispatcherRun).first)
         #expect(run.directories == ["/etc/networkd-dispatcher", "/usr/lib/networkd-dispatcher"])

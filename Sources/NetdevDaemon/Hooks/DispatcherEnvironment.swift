@@ -1,5 +1,9 @@
 import NetdevSession
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The environment networkd-dispatcher 2.2 gives its scripts, built from netdevd's model instead of from
 /// `networkctl status`: `ADDR`, `ESSID`, `IP_ADDRS`, `IP6_ADDRS`, `IFACE`, `STATE`, `AdministrativeState`,
 /// `OperationalState` and `json`, with the values networkd-dispatcher computes from the same facts.
@@ -36,13 +40,30 @@ enum DispatcherEnvironment {
         ]
     }
 
-    /// networkctl's order: IPv4 first, then by scope (global before link), then as the kernel listed them.
+    /// networkctl's order: IPv4 first, then by scope (global before link), then by the address's bytes.
     static func listed(_ addresses: [LinkAddress]) -> [LinkAddress] {
-        addresses.enumerated().sorted { lhs, rhs in
-            let left = (lhs.element.family == .ipv4 ? 0 : 1, lhs.element.scope, lhs.offset)
-            let right = (rhs.element.family == .ipv4 ? 0 : 1, rhs.element.scope, rhs.offset)
+        addresses.map { ($0, bytes(of: $0)) }.sorted { lhs, rhs in
+            let left = (lhs.0.family == .ipv4 ? 0 : 1, lhs.0.scope)
+            let right = (rhs.0.family == .ipv4 ? 0 : 1, rhs.0.scope)
+            return left != right ? left < right : lhs.1.lexicographicallyPrecedes(rhs.1)
+        }.map(\.0)
+    }
+
+    /// The address in network byte order (its text's bytes when it does not parse).
+    private static func bytes(of address: LinkAddress) -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let family = address.family == .ipv4 ? AF_INET : AF_INET6
+        guard inet_pton(family, address.address, &buffer) == 1 else { return Array(address.address.utf8) }
+        return Array(buffer.prefix(address.family == .ipv4 ? 4 : 16))
+    }
+
+    /// networkctl's order of gateways: IPv4 first, then by metric.
+    static func gateways(of link: Link) -> [String] {
+        link.defaultRoutes.filter { $0.gateway != nil }.enumerated().sorted { lhs, rhs in
+            let left = (lhs.element.family == .ipv4 ? 0 : 1, lhs.element.metric ?? 0, lhs.offset)
+            let right = (rhs.element.family == .ipv4 ? 0 : 1, rhs.element.metric ?? 0, rhs.offset)
             return left < right
-        }.map(\.element)
+        }.compactMap(\.element.gateway)
     }
 
     /// networkctl's `Type`: the loopback, a kind whose udev DEVTYPE names it, or `ether`.
@@ -64,7 +85,7 @@ enum DispatcherEnvironment {
         ]
         if !run.linkIsGone {
             if !addresses.isEmpty { fields.append(("Address", .list(addresses.map(\.address)))) }
-            let gateways = link.defaultRoutes.compactMap(\.gateway)
+            let gateways = gateways(of: link)
             if !gateways.isEmpty { fields.append(("Gateway", .list(gateways))) }
             if let mac = link.state.macAddress, !mac.isEmpty { fields.append(("Hardware Address", .list([mac]))) }
             if let kind = link.state.kind, !kind.isEmpty { fields.append(("Kind", .list([kind]))) }

@@ -29,6 +29,8 @@ final class HookRunnerService: @unchecked Sendable {
     /// The networkd-dispatcher directories scripts may come from; read again when a start names a script not
     /// found under them (netdevd was reloaded with new ones).
     private var dispatcherDirectories: [String]
+    /// When the directories were last read (uptime nanoseconds).
+    private var dispatcherDirectoriesRead: UInt64 = 0
     /// The credentials hooks start with; resolved again before a launch while they could not be (a drop-in that
     /// cannot be read keeps hooks from starting only until it is fixed, never runs them as another user).
     private var credentials: Result<HookCredentials?, HookCredentialsProblem>
@@ -130,6 +132,9 @@ final class HookRunnerService: @unchecked Sendable {
         if let problem {
             return refuse(launch, problem)
         }
+        if dispatcherState != nil && !launch.arguments.isEmpty {
+            return refuse(launch, "arguments for a networkd-dispatcher script, which gets none")
+        }
         guard running[launch.id] == nil else { return refuse(launch, "launch id \(launch.id), which is running") }
         guard running.count < HookRunnerLimits.maximumRunning else {
             return refuse(launch, "more than \(HookRunnerLimits.maximumRunning) hooks at once")
@@ -138,7 +143,11 @@ final class HookRunnerService: @unchecked Sendable {
         let directories: [String]
         if let state = dispatcherState {
             var listing = DispatcherScripts.scripts(of: state, in: dispatcherDirectories)
-            if !listing.scripts.contains(launch.path) {
+            // Not found: netdevd may have been reloaded with other directories; the configuration is read again
+            // at most once a second.
+            let now = DispatchTime.now().uptimeNanoseconds
+            if !listing.scripts.contains(launch.path), now &- dispatcherDirectoriesRead > 1_000_000_000 {
+                dispatcherDirectoriesRead = now
                 dispatcherDirectories = resolveDispatcherDirectories()
                 listing = DispatcherScripts.scripts(of: state, in: dispatcherDirectories)
             }

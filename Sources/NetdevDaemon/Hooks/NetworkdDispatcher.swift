@@ -25,6 +25,11 @@ final class NetworkdDispatcher: @unchecked Sendable {
     private var running: Set<Int32> = []
     /// The refusals said already, by path and reason (each is said once).
     private var refusalsSaid: Set<String> = []
+    /// Runs waiting, across links; at most ``maximumWaiting`` (a script that hangs while links keep changing must
+    /// not grow netdevd without bound): more are dropped, counted and said.
+    private var waitingCount = 0
+    static let maximumWaiting = 100_000
+    private var droppedSinceSaid = 0
 
     init(runner: HookRunner) {
         self.runner = runner
@@ -35,6 +40,19 @@ final class NetworkdDispatcher: @unchecked Sendable {
         runner.connection.inProcessDispatcherDirectories.withLock { $0 = run.directories }
         runner.queue.async { [self] in
             let index = run.link.index
+            guard waitingCount < Self.maximumWaiting else {
+                droppedSinceSaid += 1
+                if droppedSinceSaid == 1 {
+                    runner.log(
+                        JournalEntry(
+                            message:
+                                "More than \(Self.maximumWaiting) networkd-dispatcher runs wait (scripts run slower than "
+                                + "links change): new ones are dropped until the queue drains, and counted",
+                            priority: .warning))
+                }
+                return
+            }
+            waitingCount += 1
             waiting[index, default: []].append(run)
             if !running.contains(index) && waiting[index]?.count == 1 { ready.append(index) }
             startReady(parallelism: run.parallelism)
@@ -47,6 +65,14 @@ final class NetworkdDispatcher: @unchecked Sendable {
             guard var runs = waiting[index], !runs.isEmpty else { continue }
             let run = runs.removeFirst()
             waiting[index] = runs.isEmpty ? nil : runs
+            waitingCount -= 1
+            if droppedSinceSaid > 0 && waitingCount == 0 {
+                runner.log(
+                    JournalEntry(
+                        message: "Dropped \(droppedSinceSaid) networkd-dispatcher runs while the queue was full",
+                        priority: .warning))
+                droppedSinceSaid = 0
+            }
             running.insert(index)
             let listing = DispatcherScripts.scripts(of: run.state, in: run.directories)
             say(listing.refused)
