@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-handwritten benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-dispatchers benchmark-handwritten benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -137,6 +137,13 @@ $(STATIC_CXX)/libstdc++.so:
 benchmark-daemon: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
+
+# Hook dispatchers side by side under systemd 252 in a container (netdevd with a link-state.d hook, Debian's
+# networkd-dispatcher, netdevd running networkd-dispatcher's scripts): PAIRS veth pairs, RUNS runs (as root).
+PAIRS ?= 500
+RUNS ?= 3
+benchmark-dispatchers: deps
+	deb=$$(Packaging/build-deb.sh | tail -n 1) && Benchmarks/Daemon/dispatchers.sh "$$deb" $(PAIRS) $(RUNS)
 
 # The parts netdevd writes itself against the libraries they stand in for (JSONCoding against FoundationEssentials'
 # coders, CommandOptions against swift-argument-parser): time, stripped size, private memory, help and errors, in

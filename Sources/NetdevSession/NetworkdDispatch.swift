@@ -79,10 +79,12 @@ public struct DispatcherBook: Codable, Sendable, Equatable {
 /// The networkd-dispatcher compatibility's rules, as networkd-dispatcher 2.2 (Debian's, started with
 /// `--run-startup-triggers`) follows systemd-networkd's signals:
 /// - at start, every link runs its administrative state's directory, then its operational state's;
-/// - a link that appears runs its operational state's directory (networkd's first signal for a link carries it),
-///   while networkd runs once networkd has written the link's state file (networkd-dispatcher hears of a link from
-///   networkd only, and its first run has networkd's administrative state);
-/// - a change of either state runs the new state's directory, administrative first;
+/// - a link that appears runs its operational state's directory (networkd's first signal for a link carries it);
+///   while networkd runs, once networkd has written the link's state file (networkd-dispatcher hears of a link from
+///   networkd only, and its first run has networkd's administrative state), followed by each administrative state
+///   networkd went through from `pending` (``passedThrough(from:to:)``);
+/// - a change of either state runs the new state's directory (an administrative change each state networkd went
+///   through);
 /// - a link removed runs `linger.d` (networkd's state for a link that is gone).
 /// Ignored links run nothing. The administrative state is networkd's (read from its state files) while networkd's
 /// state directory exists (`pending` until networkd wrote the link's file), and `unmanaged` without it, as
@@ -126,10 +128,30 @@ extension Transition {
         if model.dispatcher.awaitingNetworkd.remove(link.index) != nil {
             effects.append(.cancelTimer(.networkdWait(index: link.index)))
         }
-        let told = DispatcherBook.Told(
+        var told = DispatcherBook.Told(
             administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
         dispatch(told.operational, link, told)
+        // networkd-dispatcher hears of a link from networkd's first signal, by when networkd has usually settled its
+        // administrative state; the signals of the states it went through from pending follow, and each runs.
+        if model.dispatcher.networkdRunning {
+            for state in Self.passedThrough(from: "pending", to: told.administrative) {
+                told.administrative = state
+                dispatch(state, link, told)
+            }
+        }
         model.dispatcher.told[link.index] = told
+    }
+
+    /// The administrative states networkd goes through from `old` to `new`, `new` last: its state machine runs
+    /// pending, initialized, configuring, configured, and reaches unmanaged or failed from initialized; a state it
+    /// passed between two writes of its state file is filled in.
+    static func passedThrough(from old: String, to new: String) -> [String] {
+        let order = ["pending", "initialized", "configuring", "configured"]
+        guard old != new, let from = order.firstIndex(of: old) else { return old == new ? [] : [new] }
+        if let to = order.firstIndex(of: new) {
+            return to > from ? Array(order[(from + 1)...to]) : [new]
+        }
+        return from == 0 && (new == "unmanaged" || new == "failed") ? ["initialized", new] : [new]
     }
 
     /// A link's operational state changed: the new one runs unless its scripts were told it last.
@@ -194,8 +216,10 @@ extension Transition {
         guard let administrative, let link = model.links[index], var told = model.dispatcher.told[index],
             told.administrative != administrative, dispatching, !model.configuration.ignores(link.name)
         else { return }
-        told.administrative = administrative
-        dispatch(administrative, link, told)
+        for state in Self.passedThrough(from: told.administrative, to: administrative) {
+            told.administrative = state
+            dispatch(state, link, told)
+        }
         model.dispatcher.told[index] = told
     }
 

@@ -1,6 +1,7 @@
 import MobiusCore
-import NetdevSession
 import Testing
+
+@testable import NetdevSession
 
 @Suite("networkd-dispatcher compatibility")
 struct NetworkdDispatchTests {
@@ -106,13 +107,22 @@ struct NetworkdDispatchTests {
         #expect(added.effects.contains(.startTimer(.networkdWait(index: 5), milliseconds: 5_000)))
         model = added.model ?? model
         #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", carrier: false))) == [])
+        // Its operational state, then the administrative states networkd went through since pending.
         #expect(
-            Self.step(&model, .networkdStateChanged(index: 5, administrative: "initialized"))
-                == ["no-carrier veth1 initialized/no-carrier"])
-        #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: "initialized")) == [])
+            Self.step(&model, .networkdStateChanged(index: 5, administrative: "unmanaged")) == [
+                "no-carrier veth1 unmanaged/no-carrier", "initialized veth1 initialized/no-carrier",
+                "unmanaged veth1 unmanaged/no-carrier",
+            ])
+        #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: "unmanaged")) == [])
         #expect(
             Self.step(&model, .networkdStateChanged(index: 5, administrative: "configured"))
                 == ["configured veth1 configured/no-carrier"])
+        #expect(
+            Self.step(&model, .networkdStateChanged(index: 5, administrative: "initialized"))
+                == ["initialized veth1 initialized/no-carrier"])
+        #expect(
+            Self.step(&model, .networkdStateChanged(index: 5, administrative: "configured"))
+                == ["configuring veth1 configuring/no-carrier", "configured veth1 configured/no-carrier"])
         #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: nil)) == [])
         #expect(Self.step(&model, .linkRemoved(index: 5)) == ["linger veth1 linger/no-carrier"])
         // A link networkd never wrote of runs nothing, not even linger.
@@ -156,6 +166,16 @@ struct NetworkdDispatchTests {
             Self.step(&model, .networkdStateChanged(index: 2, administrative: "configuring"))
                 == ["configuring eth0 configuring/carrier"])
         #expect(Self.step(&model, .addressAdded(index: 2, Fixture.v4)) == ["routable eth0 configuring/routable"])
+    }
+
+    @Test("the administrative states networkd passes through are filled in, in its state machine's order")
+    func passedThrough() {
+        #expect(Transition.passedThrough(from: "pending", to: "configured") == ["initialized", "configuring", "configured"])
+        #expect(Transition.passedThrough(from: "pending", to: "unmanaged") == ["initialized", "unmanaged"])
+        #expect(Transition.passedThrough(from: "initialized", to: "unmanaged") == ["unmanaged"])
+        #expect(Transition.passedThrough(from: "configured", to: "configuring") == ["configuring"])
+        #expect(Transition.passedThrough(from: "unmanaged", to: "configured") == ["configured"])
+        #expect(Transition.passedThrough(from: "configured", to: "configured") == [])
     }
 
     @Test("off by default, for ignored links, and once a reload empties the directories")
