@@ -170,7 +170,8 @@ struct NetworkdDispatchTests {
 
     @Test("the administrative states networkd passes through are filled in, in its state machine's order")
     func passedThrough() {
-        #expect(Transition.passedThrough(from: "pending", to: "configured") == ["initialized", "configuring", "configured"])
+        #expect(
+            Transition.passedThrough(from: "pending", to: "configured") == ["initialized", "configuring", "configured"])
         #expect(Transition.passedThrough(from: "pending", to: "unmanaged") == ["initialized", "unmanaged"])
         #expect(Transition.passedThrough(from: "initialized", to: "unmanaged") == ["unmanaged"])
         #expect(Transition.passedThrough(from: "configured", to: "configuring") == ["configuring"])
