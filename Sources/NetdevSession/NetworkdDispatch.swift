@@ -60,8 +60,9 @@ public struct DispatcherBook: Codable, Sendable, Equatable {
     /// What each link's scripts were told, by index.
     public var told: [Int32: Told] = [:]
     /// Links that appeared while networkd runs, waiting for networkd to write their state file before their first
-    /// run (networkd-dispatcher hears of a link from networkd only).
-    public var awaitingNetworkd: Set<Int32> = []
+    /// run (networkd-dispatcher hears of a link from networkd only), with the operational states they entered
+    /// meanwhile, in order: each runs when the wait ends.
+    public var awaitingNetworkd: [Int32: [String]] = [:]
     /// The first ``Event/networkdStatesRead(running:administrative:)`` arrived: the administrative states are
     /// known.
     public var networkdStatesKnown = false
@@ -116,28 +117,38 @@ extension Transition {
         }
     }
 
-    /// A link appeared: its operational state runs, once networkd (while it runs) has written the link's file.
+    /// A link appeared: its operational state runs, once networkd (while it runs) has written the link's file; the
+    /// states it enters while it waits are kept, and run then, in order.
     mutating func dispatchAdded(_ link: Link) {
         guard dispatching, !model.configuration.ignores(link.name) else { return }
+        let state = link.operationalState.rawValue
         if model.dispatcher.networkdRunning && model.dispatcher.administrative[link.index] == nil {
-            if model.dispatcher.awaitingNetworkd.insert(link.index).inserted {
+            if var entered = model.dispatcher.awaitingNetworkd[link.index] {
+                if entered.last != state { entered.append(state) }
+                model.dispatcher.awaitingNetworkd[link.index] = entered
+            } else {
+                model.dispatcher.awaitingNetworkd[link.index] = [state]
                 effects.append(.startTimer(.networkdWait(index: link.index), milliseconds: Self.networkdWait))
             }
             return
         }
-        if model.dispatcher.awaitingNetworkd.remove(link.index) != nil {
-            effects.append(.cancelTimer(.networkdWait(index: link.index)))
-        }
-        var told = DispatcherBook.Told(
-            administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
+        let entered = model.dispatcher.awaitingNetworkd.removeValue(forKey: link.index)
+        if entered != nil { effects.append(.cancelTimer(.networkdWait(index: link.index))) }
+        var states = entered ?? []
+        if states.last != state { states.append(state) }
+        var told = DispatcherBook.Told(administrative: administrativeState(of: link.index), operational: states[0])
         dispatch(told.operational, link, told)
         // networkd-dispatcher hears of a link from networkd's first signal, by when networkd has usually settled its
         // administrative state; the signals of the states it went through from pending follow, and each runs.
         if model.dispatcher.networkdRunning {
-            for state in Self.passedThrough(from: "pending", to: told.administrative) {
-                told.administrative = state
-                dispatch(state, link, told)
+            for administrative in Self.passedThrough(from: "pending", to: told.administrative) {
+                told.administrative = administrative
+                dispatch(administrative, link, told)
             }
+        }
+        for operational in states.dropFirst() {
+            told.operational = operational
+            dispatch(operational, link, told)
         }
         model.dispatcher.told[link.index] = told
     }
@@ -169,7 +180,7 @@ extension Transition {
     mutating func dispatchRemoved(_ link: Link) {
         let told = model.dispatcher.told.removeValue(forKey: link.index)
         // One networkd never wrote of ran nothing, and nothing ends.
-        guard model.dispatcher.awaitingNetworkd.remove(link.index) == nil else {
+        guard model.dispatcher.awaitingNetworkd.removeValue(forKey: link.index) == nil else {
             effects.append(.cancelTimer(.networkdWait(index: link.index)))
             return
         }
@@ -198,7 +209,7 @@ extension Transition {
             networkdStateChanged(index: index, administrative: administrative[index])
         }
         // Without networkd, a link waits for nothing.
-        for index in model.dispatcher.awaitingNetworkd.sorted() where !running {
+        for index in model.dispatcher.awaitingNetworkd.keys.sorted() where !running {
             if let link = model.links[index] { dispatchAdded(link) }
         }
         if model.dispatcher.startPending {
@@ -210,7 +221,7 @@ extension Transition {
     /// networkd wrote a link's state file (or removed it): a new administrative state runs.
     mutating func networkdStateChanged(index: Int32, administrative: String?) {
         model.dispatcher.administrative[index] = administrative
-        if administrative != nil, model.dispatcher.awaitingNetworkd.contains(index), let link = model.links[index] {
+        if administrative != nil, model.dispatcher.awaitingNetworkd[index] != nil, let link = model.links[index] {
             return dispatchAdded(link)
         }
         guard let administrative, let link = model.links[index], var told = model.dispatcher.told[index],
@@ -228,11 +239,15 @@ extension Transition {
 
     /// networkd did not write a new link's file in time: its operational state runs, told `unmanaged`.
     mutating func networkdWaitExpired(_ index: Int32) {
-        guard model.dispatcher.awaitingNetworkd.remove(index) != nil, let link = model.links[index], dispatching,
-            !model.configuration.ignores(link.name)
+        guard var states = model.dispatcher.awaitingNetworkd.removeValue(forKey: index), let link = model.links[index],
+            dispatching, !model.configuration.ignores(link.name)
         else { return }
-        let told = DispatcherBook.Told(administrative: "unmanaged", operational: link.operationalState.rawValue)
-        dispatch(told.operational, link, told)
+        if states.last != link.operationalState.rawValue { states.append(link.operationalState.rawValue) }
+        var told = DispatcherBook.Told(administrative: "unmanaged", operational: states[0])
+        for state in states {
+            told.operational = state
+            dispatch(state, link, told)
+        }
         model.dispatcher.told[index] = told
     }
 
@@ -240,7 +255,8 @@ extension Transition {
     /// and have it now run (links added or changed are run by the resync's own announcements).
     mutating func dispatchAfterResync() {
         guard dispatching else { return }
-        for index in model.dispatcher.awaitingNetworkd.sorted() where model.dispatcher.administrative[index] != nil {
+        for index in model.dispatcher.awaitingNetworkd.keys.sorted() where model.dispatcher.administrative[index] != nil
+        {
             if let link = model.links[index] { dispatchAdded(link) }
         }
         guard model.dispatcher.networkdRunning else { return }

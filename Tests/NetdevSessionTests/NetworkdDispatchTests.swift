@@ -107,11 +107,12 @@ struct NetworkdDispatchTests {
         #expect(added.effects.contains(.startTimer(.networkdWait(index: 5), milliseconds: 5_000)))
         model = added.model ?? model
         #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", carrier: false))) == [])
-        // Its operational state, then the administrative states networkd went through since pending.
+        // Its first operational state, the administrative states networkd went through since pending, then the
+        // operational states it entered while it waited.
         #expect(
             Self.step(&model, .networkdStateChanged(index: 5, administrative: "unmanaged")) == [
-                "no-carrier veth1 unmanaged/no-carrier", "initialized veth1 initialized/no-carrier",
-                "unmanaged veth1 unmanaged/no-carrier",
+                "off veth1 unmanaged/off", "initialized veth1 initialized/off", "unmanaged veth1 unmanaged/off",
+                "no-carrier veth1 unmanaged/no-carrier",
             ])
         #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: "unmanaged")) == [])
         #expect(
@@ -140,16 +141,19 @@ struct NetworkdDispatchTests {
         var model = Self.started()
         _ = Self.step(&model, .networkdStatesRead(running: true, administrative: [1: "unmanaged"]))
         #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", up: false))) == [])
-        #expect(Self.step(&model, .timerFired(.networkdWait(index: 5))) == ["off veth1 unmanaged/off"])
+        #expect(Self.step(&model, .linkChanged(Fixture.state(5, "veth1", carrier: false))) == [])
+        #expect(
+            Self.step(&model, .timerFired(.networkdWait(index: 5)))
+                == ["off veth1 unmanaged/off", "no-carrier veth1 unmanaged/no-carrier"])
         #expect(Self.step(&model, .timerFired(.networkdWait(index: 5))) == [])
         // During a resync nothing runs; what networkd changed meanwhile runs when it ends.
         _ = Self.step(&model, .monitorOverflowed(source: .netlink))
         #expect(Self.step(&model, .networkdStateChanged(index: 5, administrative: "configured")) == [])
         let snapshot = Snapshot(
-            links: [Fixture.loopback, Link(state: Fixture.state(5, "veth1", up: false))], devices: [])
+            links: [Fixture.loopback, Link(state: Fixture.state(5, "veth1", carrier: false))], devices: [])
         #expect(
             Self.step(&model, .enumerated(generation: model.enumerationGeneration, snapshot: snapshot))
-                == ["configured veth1 configured/off"])
+                == ["configured veth1 configured/no-carrier"])
     }
 
     @Test("turned on by a reload: the links' states as they are count as told; scripts run from the next change")
