@@ -7,14 +7,18 @@ import Glibc
 /// Finds the hooks to run, and says why a file found must not run.
 ///
 /// Discovery runs before every hook run, so a hook dropped into a directory is used from the next event on, with
-/// no reload. A directory is listed again only when it changed (its inode, modification or change time). Each hook file
-/// is looked at (`lstat`) on every run: a hook replaced, masked, chmod-ed or chown-ed is examined again from the
-/// next run on, so a hook made writable by others is refused at once. The full examination (the symlink's target,
-/// and the owner and mode of every directory above the hook and its target) is reused for at most
-/// ``reexaminationNanoseconds``: a directory above a hook made writable by others refuses it within a second. (A
-/// burst runs a hook thousands of times a second; examining each path's directories every time was a tenth of
-/// netdevd's CPU.) A listing made within a second of the directory's last change is not reused: a file added in the
-/// same tick of the kernel's coarse clock would leave the modification time as it was.
+/// no reload. The directories are watched (``HookDirectoryWatch``): a directory is listed again, and its hooks
+/// examined again, only after a change in it (an entry added, removed, renamed, rewritten, chmod-ed or chown-ed), so
+/// a hook made writable by others is refused from the next run on, and a run in unchanged directories (or in one
+/// that does not exist) looks at nothing. Without inotify, a directory is listed again when its inode, modification
+/// or change time changed (a listing made within a second of that change is not reused: a file added in the same tick
+/// of the kernel's coarse clock leaves the modification time as it was), and each hook file is looked at (`lstat`)
+/// on every run; so is a symlinked hook's, and its target's, whose directory is not watched. Either way the full
+/// examination (the owner and mode of every directory above the hook and its target, which are not watched) is reused
+/// for at most ``reexaminationNanoseconds``: a directory above a hook made writable by others refuses it within a
+/// second. (A burst runs a hook
+/// thousands of times a second; examining each path's directories every time was a tenth of netdevd's CPU, and
+/// looking at the directories every run a tenth again.)
 final class HookDiscovery: Sendable {
     /// The directories searched, highest priority first.
     let directories: [String]
@@ -28,10 +32,16 @@ final class HookDiscovery: Sendable {
     /// Told when a hook directory exists but cannot be read: its hooks would otherwise silently not run.
     private let report: @Sendable (_ directory: String, _ problem: String) -> Void
 
-    /// One directory's names, and the identity of the directory they were read from.
+    /// Changes to the directories, when inotify can be had: a run in directories that did not change looks at
+    /// nothing.
+    private let watch = HookDirectoryWatch()
+
+    /// One directory's names, and the identity of the directory they were read from (`nil`: it did not exist), or
+    /// the watch's generation they were read at.
     private struct Listing {
-        var identity: FileIdentity
+        var identity: FileIdentity?
         var names: [String]
+        var generation: UInt64?
     }
 
     /// A hook file's examination, valid while the file (and, for a symlink, its target) is the same file with the
@@ -46,6 +56,8 @@ final class HookDiscovery: Sendable {
         /// A symlink to `/dev/null`.
         var masked: Bool
         var refusal: String?
+        /// The watch's generation when examined, if its directory is watched.
+        var generation: UInt64? = nil
     }
 
     /// What changes when a file is replaced, or its owner or mode change (each sets its change time), or a
@@ -100,10 +112,11 @@ final class HookDiscovery: Sendable {
     /// shared by every list: a directory used by several lists is listed once per change, and a problem with it
     /// is said once.
     func hooks(in directories: [String]) -> [HookFile] {
+        let watched = watch?.current(for: directories)
         var chosen: [String: String] = [:]
         var present: Set<String> = []
         for directory in directories.reversed() {
-            for name in names(in: directory) {
+            for name in names(in: directory, watched: watched) {
                 chosen[name] = directory + "/" + name
                 present.insert(directory + "/" + name)
             }
@@ -113,7 +126,7 @@ final class HookDiscovery: Sendable {
         var current: [String: Examination] = [:]
         let hooks = chosen.keys.sorted().compactMap { name -> HookFile? in
             let path = chosen[name]!
-            let examination = examine(path, reusing: previous[path], now: now)
+            let examination = examine(path, reusing: previous[path], now: now, watched: watched)
             current[path] = examination
             return examination.masked ? nil : HookFile(name: name, path: path, refusal: examination.refusal)
         }
@@ -129,8 +142,18 @@ final class HookDiscovery: Sendable {
         return hooks
     }
 
-    /// `path` examined, or `last` when it is still valid: the same file (and target) and recent enough.
-    private func examine(_ path: String, reusing last: Examination?, now: UInt64) -> Examination {
+    /// `path` examined, or `last` when it is still valid: recent enough, and made at the watch's generation (its
+    /// directory watched and unchanged since), or, unwatched, of the same file (and target).
+    private func examine(
+        _ path: String, reusing last: Examination?, now: UInt64, watched: (generation: UInt64, covered: Set<String>)?
+    ) -> Examination {
+        let generation = watched.flatMap { $0.covered.contains(Paths.directory(of: path)) ? $0.generation : nil }
+        // A symlink's target is elsewhere, unwatched: its identity is looked at every run, as without a watch.
+        if let last, let generation, last.generation == generation, last.file?.isSymlink == false,
+            now &- last.examined < reexaminationNanoseconds
+        {
+            return last
+        }
         let file = FileIdentity.of(path, following: false)
         let target = file.flatMap { $0.isSymlink ? FileIdentity.of(path, following: true) : nil }
         // A symlink replaced by another (same inode number reused, same tick) naming the same file by another
@@ -145,16 +168,25 @@ final class HookDiscovery: Sendable {
         let masked = linkText == "/dev/null"
         return Examination(
             file: file, target: target, linkText: linkText, examined: now, masked: masked,
-            refusal: masked ? nil : Self.refusal(path))
+            refusal: masked ? nil : Self.refusal(path), generation: file == nil ? nil : generation)
     }
 
     /// The entries of `directory` that may be hooks; none if it does not exist, and none, reported, if it exists
     /// but cannot be read.
-    private func names(in directory: String) -> [String] {
+    private func names(in directory: String, watched: (generation: UInt64, covered: Set<String>)?) -> [String] {
+        let generation = watched.flatMap { $0.covered.contains(directory) ? $0.generation : nil }
+        if let generation, let listing = listings.withLock({ $0[directory] }), listing.generation == generation {
+            return listing.names
+        }
         var status = stat()
         guard stat(directory, &status) == 0 else {
             let reason = errno
-            listings.withLock { _ = $0.removeValue(forKey: directory) }
+            listings.withLock { listings in
+                // A directory that does not exist costs nothing while its parent is watched for it.
+                listings[directory] =
+                    reason == ENOENT && generation != nil
+                    ? Listing(identity: nil, names: [], generation: generation) : nil
+            }
             if reason == ENOENT {
                 reported.withLock { _ = $0.removeValue(forKey: directory) }
             } else {
@@ -167,7 +199,7 @@ final class HookDiscovery: Sendable {
             return []
         }
         let identity = FileIdentity(status)
-        if let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
+        if generation == nil, let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
             return listing.names
         }
         let names: [String]
@@ -180,9 +212,14 @@ final class HookDiscovery: Sendable {
         reported.withLock { _ = $0.removeValue(forKey: directory) }
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
+        // Unwatched, a listing is reused by the directory's identity, which a change within the same tick of the
+        // kernel's coarse clock may leave as it was; watched, any change is an event.
         let settled = Int(now.tv_sec) - identity.modifiedSeconds > 1
         listings.withLock { listings in
-            listings[directory] = settled ? Listing(identity: identity, names: names) : nil
+            listings[directory] =
+                generation != nil
+                ? Listing(identity: identity, names: names, generation: generation)
+                : settled ? Listing(identity: identity, names: names, generation: nil) : nil
         }
         return names
     }

@@ -1,0 +1,85 @@
+import Locking
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Changes to the hook directories, by inotify, so that a run whose directories did not change finds its hooks
+/// without looking at the file system: each directory is watched while it exists (entries added, removed, renamed,
+/// chmod-ed, chown-ed or rewritten), and the nearest existing parent of one that does not, for it to appear.
+///
+/// Nothing is polled: a run reads the inotify queue once, without waiting (one `read` that finds it empty when
+/// nothing changed). Every change counts: ``generation`` grows with each read that found events, and a listing or
+/// examination made at an older generation is not reused.
+final class HookDirectoryWatch: Sendable {
+    private struct State {
+        var generation: UInt64 = 1
+        /// The directories watched themselves, or through a parent while they do not exist.
+        var covered: Set<String> = []
+        /// A watch may have ended or a directory appeared: watches are set again before the next use.
+        var stale = false
+    }
+
+    private let inotify: Int32
+    private let state = Locked(State())
+
+    private static let directoryMask = UInt32(
+        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
+            | IN_MOVE_SELF | IN_ONLYDIR)
+    private static let parentMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
+
+    /// A watch, or `nil` when inotify cannot be had (discovery then looks at the directories every run).
+    init?() {
+        inotify = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        guard inotify >= 0 else { return nil }
+    }
+
+    deinit {
+        close(inotify)
+    }
+
+    /// The generation now, after reading what changed, with `directories` watched; and which of them are covered
+    /// (watched, or awaited in a parent): only their listings may be reused.
+    func current(for directories: [String]) -> (generation: UInt64, covered: Set<String>) {
+        state.withLock { state in
+            if drain() {
+                state.generation += 1
+                state.stale = true
+            }
+            if state.stale || !directories.allSatisfy(state.covered.contains) {
+                if state.stale { state.covered = [] }
+                state.stale = false
+                for directory in directories where !state.covered.contains(directory) && watch(directory) {
+                    state.covered.insert(directory)
+                }
+                // Watches set now may have caught a change made meanwhile: nothing read before counts.
+                state.generation += 1
+            }
+            return (state.generation, state.covered)
+        }
+    }
+
+    /// Reads every pending event; `true` if there was any.
+    private func drain() -> Bool {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var any = false
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return any }
+            any = true
+        }
+    }
+
+    /// Watches `directory`, or its nearest existing parent for it to appear; `false` when neither can be.
+    private func watch(_ directory: String) -> Bool {
+        if inotify_add_watch(inotify, directory, Self.directoryMask) >= 0 { return true }
+        guard errno == ENOENT || errno == ENOTDIR else { return false }
+        var path = Paths.directory(of: directory)
+        while true {
+            if inotify_add_watch(inotify, path, Self.parentMask) >= 0 { return true }
+            guard (errno == ENOENT || errno == ENOTDIR) && path != "/" && path != "." else { return false }
+            path = Paths.directory(of: path)
+        }
+    }
+}
