@@ -26,6 +26,7 @@ final class HookCatalog: Sendable {
             lists[event] = Self.directories(for: event, hookDirectories: directories)
         }
         self.lists = lists
+        batchDirectories = directories.map { Paths.directory(of: $0) + "/batch.d" }
     }
 
     /// The directories `event`'s hooks come from, highest priority first: each hook directory's sibling
@@ -35,7 +36,7 @@ final class HookCatalog: Sendable {
     }
 
     /// The directories of the batch hooks: `batch.d` beside each hook directory, highest priority first.
-    var batchDirectories: [String] { directories.map { Paths.directory(of: $0) + "/batch.d" } }
+    let batchDirectories: [String]
 
     /// The batch hooks (``HookBatches``), in lexical order, with refusals explained.
     func batchHooks() -> [HookFile] {

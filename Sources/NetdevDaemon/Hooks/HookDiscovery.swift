@@ -36,6 +36,16 @@ final class HookDiscovery: Sendable {
     /// nothing.
     private let watch = HookDirectoryWatch()
 
+    /// The last answer for each list of directories, reused while the watch saw no change in them, none of its
+    /// hooks is a symlink (looked at every run) and no examination in it is due again.
+    private let answers = Locked<[[String]: Answer]>([:])
+
+    private struct Answer {
+        var generation: UInt64
+        var hooks: [HookFile]
+        var validUntil: UInt64
+    }
+
     /// One directory's names, and the identity of the directory they were read from (`nil`: it did not exist), or
     /// the watch's generation they were read at.
     private struct Listing {
@@ -113,6 +123,13 @@ final class HookDiscovery: Sendable {
     /// is said once.
     func hooks(in directories: [String]) -> [HookFile] {
         let watched = watch?.current(for: directories)
+        let now = PollerTimer.now()
+        let allWatched = watched.map { watched in directories.allSatisfy(watched.covered.contains) } ?? false
+        if allWatched, let watched, let answer = answers.withLock({ $0[directories] }),
+            answer.generation == watched.generation, now < answer.validUntil
+        {
+            return answer.hooks
+        }
         var chosen: [String: String] = [:]
         var present: Set<String> = []
         for directory in directories.reversed() {
@@ -121,7 +138,6 @@ final class HookDiscovery: Sendable {
                 present.insert(directory + "/" + name)
             }
         }
-        let now = PollerTimer.now()
         let previous = examinations.withLock { $0 }
         var current: [String: Examination] = [:]
         let hooks = chosen.keys.sorted().compactMap { name -> HookFile? in
@@ -138,6 +154,16 @@ final class HookDiscovery: Sendable {
                 present.contains(path) || !listed.contains(Paths.directory(of: path))
             }
             examinations.merge(current) { _, new in new }
+        }
+        answers.withLock { answers in
+            let reusable =
+                allWatched && current.values.allSatisfy { $0.generation != nil && $0.file?.isSymlink == false }
+            if let watched, reusable {
+                let due = current.values.map { $0.examined &+ reexaminationNanoseconds }.min() ?? .max
+                answers[directories] = Answer(generation: watched.generation, hooks: hooks, validUntil: due)
+            } else {
+                answers[directories] = nil
+            }
         }
         return hooks
     }
