@@ -124,7 +124,9 @@ extension Transition {
         let state = link.operationalState.rawValue
         if model.dispatcher.networkdRunning && model.dispatcher.administrative[link.index] == nil {
             if var entered = model.dispatcher.awaitingNetworkd[link.index] {
+                // A link that flaps while it waits keeps its first states and its last (at most 64 in all).
                 if entered.last != state { entered.append(state) }
+                if entered.count > 64 { entered.remove(at: 32) }
                 model.dispatcher.awaitingNetworkd[link.index] = entered
             } else {
                 model.dispatcher.awaitingNetworkd[link.index] = [state]

@@ -32,9 +32,12 @@ func eventually(timeout: Double = 5, _ condition: () -> Bool) -> Bool {
 
 /// Waits (polling, without blocking a thread of the concurrency pool) until `condition` holds or `timeout`
 /// passes; returns whether it held. Tests that need tasks to run use this one.
+///
+/// The budget is counted in this task's own turns (`timeout` seconds of 1 ms sleeps), not on the wall clock: when
+/// other tests block the concurrency pool's threads (two on a 2-core machine, slower still under ThreadSanitizer),
+/// this task and the ones it waits for are held back alike, and a wall-clock deadline would pass while neither ran.
 func eventually(timeout: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
+    for _ in 0..<Int(timeout * 1000) {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(1))
     }

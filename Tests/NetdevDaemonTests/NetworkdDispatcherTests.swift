@@ -50,7 +50,19 @@ struct NetworkdDispatcherTests {
             #expect(listing.refused.first?.reason.hasPrefix("mode 775, owner 0:0") == true)
             // A state networkd-dispatcher does not know has no directory; neither has a missing one.
             #expect(DispatcherScripts.scripts(of: "../routable", in: [etc]).scripts.isEmpty)
-            #expect(DispatcherScripts.scripts(of: "carrier", in: [etc, lib]) == DispatcherScripts.Listing())
+            #expect(DispatcherScripts.scripts(of: "dormant", in: [etc, lib]) == DispatcherScripts.Listing())
+            // A state directory that is a file, or a symlink loop: said, and the other directories still run.
+            #expect(FileManager.default.createFile(atPath: etc + "/carrier.d", contents: Data()))
+            try FileManager.default.createDirectory(atPath: lib + "/carrier.d", withIntermediateDirectories: true)
+            #expect(chmod(lib + "/carrier.d", 0o755) == 0)
+            script(lib + "/carrier.d/10-a")
+            #expect(symlink(root + "/loop", root + "/loop") == 0)
+            let odd = DispatcherScripts.scripts(of: "carrier", in: [etc, root + "/loop", lib])
+            #expect(odd.scripts == [lib + "/carrier.d/10-a"])
+            #expect(
+                odd.refused.map(\.reason) == [
+                    "cannot be listed: Not a directory", "cannot be listed: Too many levels of symbolic links",
+                ])
             // The directory itself must be mode 755.
             #expect(chmod(etc + "/routable.d", 0o775) == 0)
             #expect(DispatcherScripts.scripts(of: "routable", in: [etc]).scripts.isEmpty)

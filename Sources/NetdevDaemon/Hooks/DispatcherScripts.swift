@@ -36,7 +36,10 @@ enum DispatcherScripts {
         let subdirectories = directories.map { $0 + "/" + state + ".d" }
         var names = Set<String>()
         for directory in subdirectories {
-            names.formUnion(entries(of: directory))
+            switch entries(of: directory) {
+            case .success(let found): names.formUnion(found)
+            case .failure(let problem): listing.refused.append((directory, problem.reason))
+            }
         }
         for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
             for directory in subdirectories {
@@ -69,9 +72,19 @@ enum DispatcherScripts {
             + "scripts and their directories must be mode 755 and owned by root:root"
     }
 
-    /// The names in `directory` (without `.` and `..`); none when it cannot be read.
-    private static func entries(of directory: String) -> [String] {
-        guard let stream = opendir(directory) else { return [] }
+    /// Why a directory that exists cannot be listed.
+    struct Unlisted: Error {
+        var reason: String
+    }
+
+    /// The names in `directory` (without `.` and `..`): none when it does not exist, and why, when it exists but
+    /// cannot be listed (a file, a symlink loop, unreadable).
+    private static func entries(of directory: String) -> Result<[String], Unlisted> {
+        guard let stream = opendir(directory) else {
+            let reason = errno
+            guard reason != ENOENT else { return .success([]) }
+            return .failure(Unlisted(reason: "cannot be listed: " + String(cString: strerror(reason))))
+        }
         defer { closedir(stream) }
         var names: [String] = []
         while let entry = readdir(stream) {
@@ -80,6 +93,6 @@ enum DispatcherScripts {
             }
             if name != "." && name != ".." { names.append(name) }
         }
-        return names
+        return .success(names)
     }
 }

@@ -10,7 +10,10 @@ import Glibc
 ///
 /// Nothing is polled: a run reads the inotify queue once, without waiting (one `read` that finds it empty when
 /// nothing changed). Every change counts: ``generation`` grows with each read that found events, and a listing or
-/// examination made at an older generation is not reused.
+/// examination made at an older generation is not reused. What inotify cannot tell (a parent directory replaced, a
+/// symlinked directory pointed elsewhere, a network file system changed from elsewhere) is bounded by the discovery's
+/// reuse, at most a second. Watches are not removed: a parent watched for a directory that appeared stays, and its
+/// changes only make the next run look again.
 final class HookDirectoryWatch: Sendable {
     private struct State {
         var generation: UInt64 = 1
@@ -18,6 +21,9 @@ final class HookDirectoryWatch: Sendable {
         var covered: Set<String> = []
         /// A watch may have ended or a directory appeared: watches are set again before the next use.
         var stale = false
+        /// Directories that could be watched neither themselves nor through a parent (the watch limit, a
+        /// security module), and when that was last tried: tried again at most once a second.
+        var unwatchable: [String: UInt64] = [:]
     }
 
     private let inotify: Int32
@@ -26,7 +32,8 @@ final class HookDirectoryWatch: Sendable {
     private static let directoryMask = UInt32(
         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
             | IN_MOVE_SELF | IN_ONLYDIR)
-    private static let parentMask = UInt32(IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
+    private static let parentMask = UInt32(
+        IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
     /// A watch, or `nil` when inotify cannot be had (discovery then looks at the directories every run).
     init?() {
@@ -46,16 +53,35 @@ final class HookDirectoryWatch: Sendable {
                 state.generation += 1
                 state.stale = true
             }
-            if state.stale || !directories.allSatisfy(state.covered.contains) {
-                if state.stale { state.covered = [] }
+            if state.stale {
+                state.covered = []
+                state.unwatchable = [:]
                 state.stale = false
-                for directory in directories where !state.covered.contains(directory) && watch(directory) {
-                    state.covered.insert(directory)
-                }
-                // Watches set now may have caught a change made meanwhile: nothing read before counts.
-                state.generation += 1
             }
+            let now = PollerTimer.now()
+            var added = false
+            for directory in directories where !state.covered.contains(directory) {
+                if let tried = state.unwatchable[directory], now &- tried < 1_000_000_000 { continue }
+                if watch(directory) {
+                    state.covered.insert(directory)
+                    state.unwatchable[directory] = nil
+                    added = true
+                } else {
+                    state.unwatchable[directory] = now
+                }
+            }
+            // Watches set now may have caught a change made meanwhile: nothing read before counts.
+            if added { state.generation += 1 }
             return (state.generation, state.covered)
+        }
+    }
+
+    /// A directory is another than the one watched under its path (a parent replaced): watches are set again, and
+    /// nothing read before counts.
+    func invalidate() {
+        state.withLock { state in
+            state.stale = true
+            state.generation += 1
         }
     }
 
@@ -71,13 +97,18 @@ final class HookDirectoryWatch: Sendable {
         }
     }
 
-    /// Watches `directory`, or its nearest existing parent for it to appear; `false` when neither can be.
+    /// Watches `directory`, or its nearest existing parent for it to appear; `false` when neither can be. Masks
+    /// add to what an inode is watched for already (a hook directory may be another's parent too).
     private func watch(_ directory: String) -> Bool {
-        if inotify_add_watch(inotify, directory, Self.directoryMask) >= 0 { return true }
+        if inotify_add_watch(inotify, directory, Self.directoryMask | UInt32(IN_MASK_ADD)) >= 0 { return true }
         guard errno == ENOENT || errno == ENOTDIR else { return false }
         var path = Paths.directory(of: directory)
         while true {
-            if inotify_add_watch(inotify, path, Self.parentMask) >= 0 { return true }
+            if inotify_add_watch(inotify, path, Self.parentMask | UInt32(IN_MASK_ADD)) >= 0 {
+                // It may have been made between the two: then it is watched itself.
+                _ = inotify_add_watch(inotify, directory, Self.directoryMask | UInt32(IN_MASK_ADD))
+                return true
+            }
             guard (errno == ENOENT || errno == ENOTDIR) && path != "/" && path != "." else { return false }
             path = Paths.directory(of: path)
         }

@@ -10,7 +10,10 @@ import Glibc
 /// no reload. The directories are watched (``HookDirectoryWatch``): a directory is listed again, and its hooks
 /// examined again, only after a change in it (an entry added, removed, renamed, rewritten, chmod-ed or chown-ed), so
 /// a hook made writable by others is refused from the next run on, and a run in unchanged directories (or in one
-/// that does not exist) looks at nothing. Without inotify, a directory is listed again when its inode, modification
+/// that does not exist) looks at nothing. What inotify cannot tell (a parent directory replaced, a symlinked
+/// directory pointed elsewhere, a network file system changed from elsewhere) is seen within a second: a watched
+/// listing is reused for at most ``reexaminationNanoseconds``. A hook with other hard links (changeable through a
+/// path no watch hears of) is looked at every run, as is a directory that could not be read. Without inotify, a directory is listed again when its inode, modification
 /// or change time changed (a listing made within a second of that change is not reused: a file added in the same tick
 /// of the kernel's coarse clock leaves the modification time as it was), and each hook file is looked at (`lstat`)
 /// on every run; so is a symlinked hook's, and its target's, whose directory is not watched. Either way the full
@@ -52,6 +55,9 @@ final class HookDiscovery: Sendable {
         var identity: FileIdentity?
         var names: [String]
         var generation: UInt64?
+        /// When it was read (``PollerTimer/now()``): a watched listing is reused for at most
+        /// ``reexaminationNanoseconds``, which bounds what inotify cannot tell.
+        var listedAt: UInt64 = 0
     }
 
     /// A hook file's examination, valid while the file (and, for a symlink, its target) is the same file with the
@@ -81,6 +87,8 @@ final class HookDiscovery: Sendable {
         var changedNanoseconds: Int
         var modifiedSeconds: Int
         var modifiedNanoseconds: Int
+        /// Hard links: a file with more than one may be changed through a path no watch of ours hears of.
+        var links: UInt64
 
         init(_ status: stat) {
             device = UInt64(status.st_dev)
@@ -91,6 +99,7 @@ final class HookDiscovery: Sendable {
             changedNanoseconds = Int(status.st_ctim.tv_nsec)
             modifiedSeconds = Int(status.st_mtim.tv_sec)
             modifiedNanoseconds = Int(status.st_mtim.tv_nsec)
+            links = UInt64(status.st_nlink)
         }
 
         var isSymlink: Bool { mode & UInt32(S_IFMT) == UInt32(S_IFLNK) }
@@ -132,8 +141,14 @@ final class HookDiscovery: Sendable {
         }
         var chosen: [String: String] = [:]
         var present: Set<String> = []
+        // The answer is reused until the oldest listing in it is due again; not at all when one failed.
+        var listingsDue: UInt64? = .max
         for directory in directories.reversed() {
-            for name in names(in: directory, watched: watched) {
+            let (names, listedAt) = names(in: directory, watched: watched, now: now)
+            listingsDue = listedAt.flatMap { listedAt in
+                listingsDue.map { min($0, listedAt &+ reexaminationNanoseconds) }
+            }
+            for name in names {
                 chosen[name] = directory + "/" + name
                 present.insert(directory + "/" + name)
             }
@@ -157,10 +172,14 @@ final class HookDiscovery: Sendable {
         }
         answers.withLock { answers in
             let reusable =
-                allWatched && current.values.allSatisfy { $0.generation != nil && $0.file?.isSymlink == false }
-            if let watched, reusable {
+                allWatched
+                && current.values.allSatisfy {
+                    $0.generation != nil && $0.file?.isSymlink == false && $0.file?.links == 1
+                }
+            if let watched, reusable, let listingsDue {
                 let due = current.values.map { $0.examined &+ reexaminationNanoseconds }.min() ?? .max
-                answers[directories] = Answer(generation: watched.generation, hooks: hooks, validUntil: due)
+                answers[directories] = Answer(
+                    generation: watched.generation, hooks: hooks, validUntil: min(due, listingsDue))
             } else {
                 answers[directories] = nil
             }
@@ -176,7 +195,7 @@ final class HookDiscovery: Sendable {
         let generation = watched.flatMap { $0.covered.contains(Paths.directory(of: path)) ? $0.generation : nil }
         // A symlink's target is elsewhere, unwatched: its identity is looked at every run, as without a watch.
         if let last, let generation, last.generation == generation, last.file?.isSymlink == false,
-            now &- last.examined < reexaminationNanoseconds
+            last.file?.links == 1, now &- last.examined < reexaminationNanoseconds
         {
             return last
         }
@@ -198,11 +217,15 @@ final class HookDiscovery: Sendable {
     }
 
     /// The entries of `directory` that may be hooks; none if it does not exist, and none, reported, if it exists
-    /// but cannot be read.
-    private func names(in directory: String, watched: (generation: UInt64, covered: Set<String>)?) -> [String] {
+    /// but cannot be read; with when they were read, or `nil` when they must not be reused (it could not be read).
+    private func names(
+        in directory: String, watched: (generation: UInt64, covered: Set<String>)?, now: UInt64
+    ) -> (names: [String], listedAt: UInt64?) {
         let generation = watched.flatMap { $0.covered.contains(directory) ? $0.generation : nil }
-        if let generation, let listing = listings.withLock({ $0[directory] }), listing.generation == generation {
-            return listing.names
+        if let generation, let listing = listings.withLock({ $0[directory] }), listing.generation == generation,
+            now &- listing.listedAt < reexaminationNanoseconds
+        {
+            return (listing.names, listing.listedAt)
         }
         var status = stat()
         guard stat(directory, &status) == 0 else {
@@ -211,43 +234,50 @@ final class HookDiscovery: Sendable {
                 // A directory that does not exist costs nothing while its parent is watched for it.
                 listings[directory] =
                     reason == ENOENT && generation != nil
-                    ? Listing(identity: nil, names: [], generation: generation) : nil
+                    ? Listing(identity: nil, names: [], generation: generation, listedAt: now) : nil
             }
-            if reason == ENOENT {
-                reported.withLock { _ = $0.removeValue(forKey: directory) }
-            } else {
+            guard reason == ENOENT else {
                 problem("cannot be examined: \(String(cString: strerror(reason)))", in: directory)
+                return ([], nil)
             }
-            return []
+            reported.withLock { _ = $0.removeValue(forKey: directory) }
+            return ([], now)
         }
         guard (status.st_mode & S_IFMT) == S_IFDIR else {
             problem("is not a directory", in: directory)
-            return []
+            return ([], nil)
         }
         let identity = FileIdentity(status)
-        if generation == nil, let listing = listings.withLock({ $0[directory] }), listing.identity == identity {
-            return listing.names
+        let last = listings.withLock { $0[directory] }
+        if generation == nil, let last, last.identity == identity {
+            return (last.names, nil)
+        }
+        if generation != nil, let before = last?.identity,
+            before.device != identity.device || before.inode != identity.inode
+        {
+            // Another directory under the path than the one watched: watched again from the next run.
+            watch?.invalidate()
         }
         let names: [String]
         switch TextFile.names(in: directory) {
         case .success(let listed): names = (listed ?? []).filter { !Self.isLeftover($0) }
         case .failure(let failure):
             problem("cannot be listed: \(failure)", in: directory)
-            return []
+            return ([], nil)
         }
         reported.withLock { _ = $0.removeValue(forKey: directory) }
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        var wallClock = timespec()
+        clock_gettime(CLOCK_REALTIME, &wallClock)
         // Unwatched, a listing is reused by the directory's identity, which a change within the same tick of the
         // kernel's coarse clock may leave as it was; watched, any change is an event.
-        let settled = Int(now.tv_sec) - identity.modifiedSeconds > 1
+        let settled = Int(wallClock.tv_sec) - identity.modifiedSeconds > 1
         listings.withLock { listings in
             listings[directory] =
                 generation != nil
-                ? Listing(identity: identity, names: names, generation: generation)
+                ? Listing(identity: identity, names: names, generation: generation, listedAt: now)
                 : settled ? Listing(identity: identity, names: names, generation: nil) : nil
         }
-        return names
+        return (names, generation == nil ? nil : now)
     }
 
     /// Reports `text` about `directory` unless it was the last thing reported about it.
