@@ -35,6 +35,17 @@ WORK=
 # The script's own output, saved: a signal's trap can run while a shell function's redirection (C ... > file)
 # is in force, and its messages must not end up in that file.
 exec 3>&1 4>&2
+# remove_cgroup DIR: SIGKILL to what is still in the cgroup tree DIR (5 s at most), then its directories go.
+remove_cgroup() {
+    local p
+    for _ in $(seq 1 50); do
+        p=$(find "$1" -name cgroup.procs -exec cat {} + 2>/dev/null)
+        [ -z "$p" ] && break
+        # shellcheck disable=SC2086
+        kill -KILL $p 2>/dev/null; sleep 0.1
+    done
+    find "$1" -depth -type d -exec rmdir {} \; 2>/dev/null
+}
 cleanup() {
     local rc=$? left=0
     trap - EXIT INT TERM
@@ -50,15 +61,9 @@ cleanup() {
         wait "$NSPAWN" 2>/dev/null
     fi
     # Anything still in the container's cgroups (after a SIGKILLed nspawn) is killed; then the cgroups go.
-    local d p
+    local d
     for d in "${CGDIRS[@]}"; do
-        [ -d "$d" ] || continue
-        for _ in $(seq 1 50); do
-            p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
-            [ -z "$p" ] && break
-            kill -KILL $p 2>/dev/null; sleep 0.1
-        done
-        find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+        [ -d "$d" ] && remove_cgroup "$d"
     done
     # Leftovers fail the run: cgroups, mounts of the tree or the work directory, the container's init. (Its
     # network namespace and mount namespaces die with its last process.)
@@ -88,12 +93,7 @@ for d in /sys/fs/cgroup/netdevd-e2e-* /sys/fs/cgroup/unified/netdevd-e2e-* /sys/
     owner=${d##*-}
     kill -0 "$owner" 2>/dev/null && continue
     echo "removing the cgroup of an earlier, killed run: $d"
-    for _ in $(seq 1 50); do
-        p=$(find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null)
-        [ -z "$p" ] && break
-        kill -KILL $p 2>/dev/null; sleep 0.1
-    done
-    find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+    remove_cgroup "$d"
 done
 
 WORK=$(mktemp -d "/tmp/$ID.XXXXXX")

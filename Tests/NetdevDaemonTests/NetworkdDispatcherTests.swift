@@ -211,6 +211,57 @@ struct NetworkdDispatcherTests {
     }
 }
 
+@Suite("networkd-dispatcher runs, executed")
+struct NetworkdDispatcherExecutorTests {
+    @Test(
+        "each link's runs go in the order made, one at a time, with up to Parallelism links at once; none is dropped",
+        .enabled(if: getuid() == 0, "needs root: scripts must be owned by root:root"))
+    func order() throws {
+        try withTemporaryDirectory("netdevd-dispatcher-order") { root in
+            #expect(chmod(root, 0o755) == 0)
+            let states = ["off", "no-carrier", "carrier", "degraded", "routable"]
+            let log = root + "/runs.log"
+            for state in states {
+                try FileManager.default.createDirectory(atPath: root + "/\(state).d", withIntermediateDirectories: true)
+                #expect(chmod(root + "/\(state).d", 0o755) == 0)
+                let script = root + "/\(state).d/50-log"
+                #expect(
+                    FileManager.default.createFile(
+                        atPath: script, contents: Data("#!/bin/sh\necho \"$IFACE $STATE\" >> \(log)\n".utf8)))
+                #expect(chmod(script, 0o755) == 0)
+            }
+            let runner = HookRunner(directories: [root + "/hooks.d"], runner: .inProcess, log: { _ in })
+            let dispatcher = NetworkdDispatcher(runner: runner)
+            var id = 0
+            for state in states {
+                for index in Int32(2)...6 {
+                    id += 1
+                    let link = Link(
+                        state: LinkState(
+                            index: index, name: "veth\(index)", isUp: true, hasLowerUp: true, isLoopback: false,
+                            kernelState: .up))
+                    dispatcher.dispatch(
+                        DispatcherRun(
+                            id: id, state: state, link: link, administrativeState: "unmanaged", operationalState: state,
+                            directories: [root], parallelism: 2))
+                }
+            }
+            var lines: [Substring] = []
+            for _ in 0..<500 {
+                lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
+                if lines.count >= 25 { break }
+                usleep(20_000)
+            }
+            #expect(lines.count == 25)
+            for index in 2...6 {
+                let ran = lines.filter { $0.hasPrefix("veth\(index) ") }.map { String($0.split(separator: " ")[1]) }
+                #expect(ran == states, "veth\(index) ran \(ran)")
+            }
+            runner.killAll()
+        }
+    }
+}
+
 @Suite("networkd's state files, watched")
 struct NetworkdStateWatcherTests {
     /// Waits up to 5 s for `condition` over the events seen so far.

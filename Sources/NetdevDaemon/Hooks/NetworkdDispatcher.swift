@@ -19,8 +19,10 @@ final class NetworkdDispatcher: @unchecked Sendable {
     private let runner: HookRunner
     /// Each link's runs not yet started, oldest first.
     private var waiting: [Int32: [DispatcherRun]] = [:]
-    /// Links with runs waiting and none running, in the order they became so.
+    /// Links with runs waiting and none running, in the order they became so, from `readyStart` on (taken from the
+    /// front without moving the rest: a burst queues thousands).
     private var ready: [Int32] = []
+    private var readyStart = 0
     /// Links running a run now.
     private var running: Set<Int32> = []
     /// The refusals said already, by path and reason (each is said once).
@@ -60,8 +62,13 @@ final class NetworkdDispatcher: @unchecked Sendable {
     }
 
     private func startReady(parallelism: Int) {
-        while running.count < max(parallelism, 1), !ready.isEmpty {
-            let index = ready.removeFirst()
+        while running.count < max(parallelism, 1), readyStart < ready.count {
+            let index = ready[readyStart]
+            readyStart += 1
+            if readyStart >= 1024 && readyStart * 2 >= ready.count {
+                ready.removeFirst(readyStart)
+                readyStart = 0
+            }
             guard var runs = waiting[index], !runs.isEmpty else { continue }
             let run = runs.removeFirst()
             waiting[index] = runs.isEmpty ? nil : runs
