@@ -73,9 +73,11 @@ let package = Package(
         // The two system libraries the project is specified with.
         .systemLibrary(name: "CUdev", pkgConfig: "libudev", providers: [.apt(["libudev-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // syslog's priorities: the journal's and the session's entries share the one type.
+        .target(name: "Syslog", swiftSettings: strict),
         .target(
             name: "Systemd",
-            dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSystemd", "Syslog", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .target(name: "Udev", dependencies: ["CUdev", "Locking"], swiftSettings: strict),
@@ -86,7 +88,9 @@ let package = Package(
         // copy a whole table (a persistent hash tree copies only the path to the changed entry).
         .target(
             name: "NetdevSession",
-            dependencies: ["MobiusCore", .product(name: "HashTreeCollections", package: "swift-collections")],
+            dependencies: [
+                "MobiusCore", "Syslog", .product(name: "HashTreeCollections", package: "swift-collections"),
+            ],
             swiftSettings: strict
         ),
         // JSON text to and from Codable values, without Foundation (no ICU, no Foundation in the binaries).
@@ -99,15 +103,15 @@ let package = Package(
         .target(
             name: "NetdevDaemon",
             dependencies: [
-                "MobiusCore", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding", "CLinux",
-                "Locking", "CommandOptions", .product(name: "Prometheus", package: "swift-prometheus"),
+                "MobiusCore", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding",
+                "CLinux", "Locking", "CommandOptions", .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions", "Systemd",
+                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions", "Syslog", "Systemd",
             ],
             swiftSettings: strict
         ),
@@ -115,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "netdevd",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Systemd", "Udev", "CommandOptions",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Syslog", "Systemd", "Udev", "CommandOptions",
             ],
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(configuration: .release))]
@@ -123,7 +127,7 @@ let package = Package(
         // The recorded burst replayed through a loop, for callgrind's instruction count (make benchmark-replay).
         .executableTarget(
             name: "ReplayLoop",
-            dependencies: ["MobiusCore", "NetdevSession"],
+            dependencies: ["MobiusCore", "NetdevSession", "Syslog"],
             path: "Benchmarks/ReplayLoop",
             exclude: ["Fixtures"],
             swiftSettings: strict
@@ -153,7 +157,7 @@ let package = Package(
         .target(name: "KernelTestSupport", path: "Tests/KernelTestSupport", swiftSettings: strict),
         .testTarget(
             name: "SystemdTests",
-            dependencies: ["Systemd", "KernelTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Systemd", "Syslog", "KernelTestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(name: "UdevTests", dependencies: ["Udev", "KernelTestSupport"], swiftSettings: strict),
@@ -165,13 +169,13 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevSessionTests",
-            dependencies: ["NetdevSession", "MobiusCore", "MobiusTest", "KernelTestSupport"],
+            dependencies: ["NetdevSession", "Syslog", "MobiusCore", "MobiusTest", "KernelTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "NetdevDaemonTests",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "Systemd", "Udev", "Varlink", "KernelTestSupport",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Varlink", "KernelTestSupport",
             ],
             swiftSettings: strict
         ),

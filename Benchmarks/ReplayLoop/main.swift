@@ -28,7 +28,7 @@ func replay(_ events: [Event], tally: Tally) -> Model {
         Connection(acceptClosure: { _ in tally.effects += 1 }, disposeClosure: {})
     }
     let loop = Mobius.loop(update: Session.loopUpdate, effectHandler: handler)
-        .start(from: Session.initiate(Model(maximumLogPriority: 6)).model)
+        .start(from: Session.initiate(Model(maximumLogPriority: .info)).model)
     let observer = loop.addObserver { _ in tally.models += 1 }
     for event in events {
         loop.dispatchEvent(event)

@@ -5,6 +5,7 @@ import MobiusCore
 import NetdevSession
 import NetdevWire
 import Netlink
+public import Syslog
 public import Systemd
 public import Udev
 import Varlink
@@ -23,8 +24,8 @@ public struct DaemonOptions: Sendable {
     public var udevSource: UdevSource = .auto
     /// Where log entries go; `nil` chooses (journal if its socket exists, else the console).
     public var logTarget: JournalTarget?
-    /// The lowest journal priority written (7 writes debug entries too).
-    public var maximumPriority = 6
+    /// The least urgent journal priority written (`.debug` writes every entry).
+    public var maximumPriority = LogPriority.info
     /// A file to append every processed event to, as JSON lines, for replay.
     public var recordFile: String?
     /// The hook directories, highest priority first.
@@ -93,11 +94,11 @@ public final class Daemon: Sendable {
         switch ConfigurationLoader(mainFile: options.configurationFile).load() {
         case .loaded(let loaded, let warnings):
             configuration = loaded
-            for warning in warnings { log(4, warning.description) }
+            for warning in warnings { log(.warning, warning.description) }
         case .rejected(let errors):
-            for error in errors { log(3, error.description) }
+            for error in errors { log(.error, error.description) }
             log(
-                3,
+                .error,
                 "netdevd cannot start: its configuration cannot be read (above); fix it, check it with "
                     + "'netdevd --check-config', then start netdevd again (systemd does not retry: exit 78)")
             return Self.configurationUnreadable
@@ -116,7 +117,7 @@ public final class Daemon: Sendable {
                 receiveBufferBytes: Int32(clamping: options.receiveBufferBytes))
             watcher = try RouteWatcher(receiveBufferBytes: options.receiveBufferBytes)
         } catch {
-            log(3, "netdevd cannot start: \(error)")
+            log(.error, "netdevd cannot start: \(error)")
             return 1
         }
         var sourceNote = ""
@@ -124,9 +125,9 @@ public final class Daemon: Sendable {
             sourceNote =
                 " (auto: udevd is not running, \(reason); raw kernel uevents without udev's properties until it starts)"
         }
-        log(6, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
+        log(.info, "Monitoring udev source '\(monitor.source.rawValue)'\(sourceNote) and rtnetlink")
         if options.udevSource == .udev, case .notRunning(let reason) = udevd {
-            log(4, DeviceEventSource.udevdAbsent(reason: reason))
+            log(.warning, DeviceEventSource.udevdAbsent(reason: reason))
         }
         if !monitor.receiveBufferRaised {
             // Unreadable in some sandboxes (ProcSubset=pid): then the value is left out, not shown as "?".
@@ -136,7 +137,7 @@ public final class Daemon: Sendable {
             case .failure: limit = ""
             }
             log(
-                6,
+                .info,
                 "Receive buffers stay at the kernel's limit (net.core.rmem_max\(limit), doubled) instead of "
                     + "\(options.receiveBufferBytes) bytes: raising them needs CAP_NET_ADMIN. A burst larger than "
                     + "that is survived by re-reading the state; raise net.core.rmem_max to avoid it")
@@ -153,8 +154,8 @@ public final class Daemon: Sendable {
         let maximumPriority = options.maximumPriority
         /// An entry through the journal's queue, if its priority is written at all: for everything that reports
         /// from a queue that must not block (the loop's, the server's, the metrics writer's).
-        let queued: @Sendable (JournalPriority, String) -> Void = { priority, text in
-            if priority.rawValue <= maximumPriority {
+        let queued: @Sendable (LogPriority, String) -> Void = { priority, text in
+            if priority <= maximumPriority {
                 journalQueue.append(JournalEntry(message: text, priority: priority))
             }
         }
@@ -216,12 +217,12 @@ public final class Daemon: Sendable {
         }
         controller.connectView(control.view)
         let textfile = MetricsTextfile(exporter: exporter, clients: clients) { priority, text in
-            queued(JournalPriority(rawValue: priority) ?? .info, text)
+            queued(priority, text)
         }
         recorder.onChange { textfile.poke() }
         controller.connectView(textfile.view)
         let started = startControlServer(control) { notice in
-            let priority: JournalPriority =
+            let priority: LogPriority =
                 switch notice.severity {
                 case .error: .error
                 case .warning: .warning
@@ -241,7 +242,9 @@ public final class Daemon: Sendable {
         if loopOnMainThread {
             let served = Poller.shared?.runOnMainThread(mainQueue: loopQueue) { exitStatus.withLock { $0 != nil } }
             if served != true {
-                log(3, "netdevd cannot run its event loop: the kernel refused to watch the main queue's descriptor")
+                log(
+                    .error, "netdevd cannot run its event loop: the kernel refused to watch the main queue's descriptor"
+                )
                 return 1
             }
             // What the loop queued before it stopped (and what that queues in turn), as its own queue would run it.
@@ -277,18 +280,18 @@ public final class Daemon: Sendable {
         let listening: Int32
         if let passed = ListenFDs.take().first {
             listening = passed.fileDescriptor
-            log(6, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
+            log(.info, "Serving io.netdevd on the socket systemd passed (\(passed.name))")
         } else {
             let directory = Paths.directory(of: options.socketPath)
             if let problem = Paths.makeDirectories(directory) {
-                log(4, "No control socket, netdevctl cannot reach this netdevd: \(problem)")
+                log(.warning, "No control socket, netdevctl cannot reach this netdevd: \(problem)")
                 return nil
             }
             do {
                 listening = try VarlinkServer.listen(on: options.socketPath)
-                log(6, "Serving io.netdevd on \(options.socketPath)")
+                log(.info, "Serving io.netdevd on \(options.socketPath)")
             } catch {
-                log(4, "No control socket, netdevctl cannot reach this netdevd: \(error)")
+                log(.warning, "No control socket, netdevctl cannot reach this netdevd: \(error)")
                 return nil
             }
         }
@@ -328,9 +331,8 @@ public final class Daemon: Sendable {
 
     /// Writes a session log entry.
     func write(_ entry: LogEntry, names: JournalFieldNames) {
-        guard entry.priority <= options.maximumPriority, let id = names.messageID(entry.kind.id) else { return }
-        var journalEntry = JournalEntry(
-            message: entry.message, priority: JournalPriority(rawValue: entry.priority) ?? .info, messageID: id)
+        guard let id = names.messageID(entry.kind.id) else { return }
+        var journalEntry = JournalEntry(message: entry.message, priority: entry.priority, messageID: id)
         for field in entry.fields {
             journalEntry.append(names.name(field.name), field.value)
         }
@@ -373,9 +375,9 @@ public final class Daemon: Sendable {
     }
 
     /// Writes a daemon message that is not a session entry.
-    func log(_ priority: Int, _ message: String) {
+    func log(_ priority: LogPriority, _ message: String) {
         guard priority <= options.maximumPriority else { return }
-        send(JournalEntry(message: message, priority: JournalPriority(rawValue: priority) ?? .info))
+        send(JournalEntry(message: message, priority: priority))
     }
 
     /// Tells the service manager `notifications` (see ``ServiceNotifications``).

@@ -1,7 +1,8 @@
 public import Dispatch
 public import MobiusCore
 public import NetdevSession
-public import Systemd
+public import Syslog
+import Systemd
 public import Udev
 
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     private let queue: DispatchQueue
     private let trim: MemoryTrim?
     private let problem: SourceProblem
-    private let say: @Sendable (JournalPriority, String) -> Void
+    private let say: @Sendable (LogPriority, String) -> Void
 
     private var consumer: Consumer<Event>?
     /// The source read, or being switched to.
@@ -64,7 +65,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     /// changed for the operator; `problem` reports read errors.
     public init(
         monitor: UdevMonitor, follow: Bool, udevdRunning: Bool, queue: DispatchQueue, trim: MemoryTrim? = nil,
-        problem: @escaping SourceProblem, say: @escaping @Sendable (JournalPriority, String) -> Void
+        problem: @escaping SourceProblem, say: @escaping @Sendable (LogPriority, String) -> Void
     ) {
         self.monitor = monitor
         self.follow = follow

@@ -3,6 +3,7 @@ import Locking
 import MobiusCore
 import NetdevSession
 import Netlink
+import Syslog
 import Udev
 
 /// The session's effects, carried out: an ``EffectRouter`` with one route per kind of effect. Blocking work
@@ -25,7 +26,6 @@ struct EffectHandlers: Sendable {
     ) {
         let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
-        let maximumPriority = daemon.options.maximumPriority
         self.journal = journal
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
@@ -39,7 +39,7 @@ struct EffectHandlers: Sendable {
         let networkdQueue = DispatchQueue(label: "netdevd.networkd-states")
         let networkdStates = AnyConnectable<Bool, Event> { consumer in
             let watcher = NetworkdStateWatcher(
-                queue: networkdQueue, problem: { text in daemon.log(4, text) }, send: { consumer($0) })
+                queue: networkdQueue, problem: { text in daemon.log(.warning, text) }, send: { consumer($0) })
             return Connection(
                 acceptClosure: { on in networkdQueue.async { on ? watcher.start() : watcher.stop() } },
                 disposeClosure: { networkdQueue.async { watcher.stop() } }
@@ -51,15 +51,14 @@ struct EffectHandlers: Sendable {
                 do {
                     try monitor.filter(subsystems: subsystems)
                 } catch {
-                    daemon.log(4, "The udev monitor keeps its old subsystem filter: \(error)")
+                    daemon.log(.warning, "The udev monitor keeps its old subsystem filter: \(error)")
                 }
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
             // The journal on its own queue too: a send blocks while journald's socket is full.
-            .routeEffects(withParameters: \.logEntry).to { entry in
-                metrics.note(entry)
-                if entry.priority <= maximumPriority { journal.append(entry) }
-            }
+            // The session made only the entries the journal's level keeps.
+            .routeEffects(withParameters: \.logEntry).to { entry in journal.append(entry) }
+            .routeEffects(withParameters: \.activity).to { activity in metrics.note(activity) }
             // Its own serial queue: a notification waits up to 5 s while the manager's queue is full; the loop must not.
             .routeEffects(withParameters: \.notifications).on(queue: notifyQueue).to { notifications in
                 daemon.notify(notifications)

@@ -81,30 +81,23 @@ public final class MetricsRecorder: Sendable {
         events.load(ordering: .relaxed)
     }
 
-    /// Notes what a session journal entry says about a link (added, state changed, removed) or a monitor (it lost
-    /// events). Every other entry costs a comparison. The session makes these whatever the journal's level
-    /// (`Transition.makes`), so an ignored link's debug entries are counted too.
-    public func note(_ entry: LogEntry) {
-        switch entry.kind {
-        case .linkAdded, .linkStateChanged, .linkRemoved:
-            guard let text = entry.field(LogField.Name.ifindex), let index = Int32(text) else { return }
-            let now = entry.kind == .linkRemoved ? 0 : clock()
-            counts.withLock { counts in
-                switch entry.kind {
-                case .linkAdded: counts.links[index] = LinkActivity(lastChange: now)
-                case .linkRemoved:
-                    counts.links[index] = nil
-                    counts.shrinkLinksIfSparse()
-                default:
+    /// Notes what the session reported in one step: links added, changed state or removed (an ignored link's too),
+    /// monitors that lost events. One clock reading and one lock per step.
+    public func note(_ activity: [Activity]) {
+        let now = clock()
+        counts.withLock { counts in
+            for item in activity {
+                switch item {
+                case .linkAdded(let index): counts.links[index] = LinkActivity(lastChange: now)
+                case .linkStateChanged(let index):
                     counts.links[index, default: LinkActivity(lastChange: now)].stateChanges += 1
                     counts.links[index]?.lastChange = now
+                case .linkRemoved(let index):
+                    counts.links[index] = nil
+                    counts.shrinkLinksIfSparse()
+                case .eventsLost(let source): counts.overflows[source.rawValue, default: 0] += 1
                 }
             }
-        case .resyncStarted:
-            guard let monitor = entry.field(LogField.Name.monitor) else { return }
-            counts.withLock { $0.overflows[monitor, default: 0] += 1 }
-        default:
-            return
         }
     }
 

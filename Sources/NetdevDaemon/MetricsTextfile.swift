@@ -3,6 +3,7 @@ import Dispatch
 import Locking
 public import MobiusCore
 public import NetdevSession
+public import Syslog
 
 #if canImport(Glibc)
 import Glibc
@@ -49,14 +50,14 @@ public final class MetricsTextfile: Sendable {
     private let queue = DispatchQueue(label: "netdevd.metrics")
     private let exporter: MetricsExporter
     private let clients: @Sendable () -> Int
-    private let log: @Sendable (Int, String) -> Void
+    private let log: @Sendable (LogPriority, String) -> Void
     private let intervalNanoseconds: UInt64
 
     /// A writer of `exporter`'s text; `clients` counts the open control connections; `log` takes a priority and a
     /// message for the journal.
     public init(
         exporter: MetricsExporter, clients: @escaping @Sendable () -> Int,
-        intervalNanoseconds: UInt64 = 1_000_000_000, log: @escaping @Sendable (Int, String) -> Void
+        intervalNanoseconds: UInt64 = 1_000_000_000, log: @escaping @Sendable (LogPriority, String) -> Void
     ) {
         self.exporter = exporter
         self.clients = clients
@@ -126,10 +127,10 @@ public final class MetricsTextfile: Sendable {
         let bytes = exporter.render(model, clients: clients())
         let path = directory + "/" + Self.fileName
         let problem = Self.replace(path, with: bytes)
-        let notice = state.withLock { state -> (Int, String)? in
+        let notice = state.withLock { state -> (LogPriority, String)? in
             guard state.directory == directory, !state.stopped else {
                 // Stopped or moved while writing: the file just written is not wanted.
-                return problem == nil ? Self.removal(path).map { (4, $0) } : nil
+                return problem == nil ? Self.removal(path).map { (.warning, $0) } : nil
             }
             if let problem {
                 // Tried again later without a change (the directory may be created meanwhile), less often each time.
@@ -138,12 +139,12 @@ public final class MetricsTextfile: Sendable {
                 defer { state.failing = problem }
                 return state.failing == problem
                     ? nil
-                    : (4, "Cannot write the metrics file \(path): \(problem); trying again every minute at most")
+                    : (.warning, "Cannot write the metrics file \(path): \(problem); trying again every minute at most")
             }
             state.written = path
             state.retryNanoseconds = 0
             defer { state.failing = nil }
-            return state.failing == nil ? nil : (5, "The metrics file \(path) is written again")
+            return state.failing == nil ? nil : (.notice, "The metrics file \(path) is written again")
         }
         if let notice { log(notice.0, notice.1) }
     }
@@ -169,7 +170,7 @@ public final class MetricsTextfile: Sendable {
     /// Removes a file netdevd wrote; a failure other than its being gone already is logged (the stale file would
     /// go on being read as current).
     private func remove(_ path: String) {
-        if let problem = Self.removal(path) { log(4, problem) }
+        if let problem = Self.removal(path) { log(.warning, problem) }
     }
 
     private static func removal(_ path: String) -> String? {

@@ -1,6 +1,7 @@
 import JSONCoding
 public import NetdevSession
 import NetdevWire
+public import Syslog
 import Varlink
 
 #if canImport(Glibc)
@@ -117,24 +118,23 @@ public struct OfflineReplay: Sendable {
     /// The model after the last event.
     public var model: Model
 
-    /// Replays `recording`; journal entries above `maximumPriority` (7 debug ... 3 error) are left out, as the
-    /// daemon leaves them out of the journal.
-    public init(_ recording: Recording, maximumPriority: Int = 6) {
+    /// Replays `recording`; journal entries above `maximumPriority` are not made, as in the daemon.
+    public init(_ recording: Recording, maximumPriority: LogPriority = .info) {
         let start = Session.initiate(
             Model(configuration: recording.configuration ?? Configuration(), maximumLogPriority: maximumPriority))
         model = start.model
-        collect(start.effects, step: 0, maximumPriority: maximumPriority)
+        collect(start.effects, step: 0)
         for (index, event) in recording.events.enumerated() {
             let next = Session.update(model, event)
             model = next.model ?? model
-            collect(next.effects, step: index + 1, maximumPriority: maximumPriority)
+            collect(next.effects, step: index + 1)
         }
     }
 
-    private mutating func collect(_ effects: [Effect], step: Int, maximumPriority: Int) {
+    private mutating func collect(_ effects: [Effect], step: Int) {
         for effect in effects {
             switch effect {
-            case .log(let entry) where entry.priority <= maximumPriority: outputs.append(.journal(step: step, entry))
+            case .log(let entry): outputs.append(.journal(step: step, entry))
             case .runHooks(let run): outputs.append(.hooks(step: step, run))
             default: break
             }
@@ -183,7 +183,7 @@ public struct OfflineReplay: Sendable {
 
     private struct JournalLine: Encodable {
         struct Entry: Encodable {
-            var priority: Int
+            var priority: LogPriority
             var messageID: String
             var message: String
             var fields: [String: String]
@@ -227,13 +227,13 @@ public struct OfflineReplay: Sendable {
         return String(repeating: " ", count: max(0, 6 - text.count)) + text
     }
 
-    private static func priorityName(_ priority: Int) -> String {
+    private static func priorityName(_ priority: LogPriority) -> String {
         switch priority {
-        case ...3: "error  "
-        case 4: "warning"
-        case 5: "notice "
-        case 6: "info   "
-        default: "debug  "
+        case .emergency, .alert, .critical, .error: "error  "
+        case .warning: "warning"
+        case .notice: "notice "
+        case .info: "info   "
+        case .debug: "debug  "
         }
     }
 }

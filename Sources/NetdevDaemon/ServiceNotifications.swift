@@ -1,5 +1,6 @@
 import Locking
 import NetdevSession
+import Syslog
 import Systemd
 
 /// The session's notifications, sent to the service manager, and what netdevd says when that fails.
@@ -16,7 +17,7 @@ final class ServiceNotifications: Sendable {
     private let warned = Locked(false)
 
     /// Sends `notifications` in one datagram, waiting at most 5 s; `log` takes what is to be said (priority, text).
-    func send(_ notifications: [NetdevSession.Notification], log: (Int, String) -> Void) {
+    func send(_ notifications: [NetdevSession.Notification], log: (LogPriority, String) -> Void) {
         let fields = notifications.flatMap { notification -> [NotifyField] in
             switch notification {
             case .ready: [.ready]
@@ -31,13 +32,13 @@ final class ServiceNotifications: Sendable {
             try notifier.send(fields, waitMilliseconds: 5_000)
             if wasStalled {
                 stalled.withLock { $0 = false }
-                log(5, "The service manager takes notifications again")
+                log(.notice, "The service manager takes notifications again")
             }
         } catch .managerNotReading(let milliseconds) {
             if !wasStalled {
                 stalled.withLock { $0 = true }
                 log(
-                    4,
+                    .warning,
                     "The service manager took no notification for \(milliseconds) ms (its queue stayed full): "
                         + "notifications are dropped until it reads again. netdevd goes on")
             }
@@ -49,7 +50,7 @@ final class ServiceNotifications: Sendable {
                 return !warned
             }
             if first {
-                log(4, "\(error); further notification failures are not logged")
+                log(.warning, "\(error); further notification failures are not logged")
             }
         }
     }

@@ -25,6 +25,8 @@ public enum Effect: Sendable, Equatable {
     case cancelTimer(TimerID)
     /// Exit the process with this status.
     case exit(status: Int32)
+    /// Count what happened in this step (for the metrics); nothing answers.
+    case noteActivity([Activity])
 }
 
 /// One field of a notification to the service manager. `reloading` gets its MONOTONIC_USEC from the clock when
@@ -48,6 +50,11 @@ extension Effect {
     /// The generation and subsystems of `enumerate`.
     public var enumeration: (generation: Int, subsystems: [String])? {
         if case .enumerate(let generation, let subsystems) = self { (generation, subsystems) } else { nil }
+    }
+
+    /// The activity of `noteActivity`.
+    public var activity: [Activity]? {
+        if case .noteActivity(let activity) = self { activity } else { nil }
     }
 
     /// The entry of `log`.

@@ -1,3 +1,5 @@
+import Syslog
+
 /// Hook scheduling as pure bookkeeping: one run at a time per subject and in order, up to the configured number
 /// of subjects at once, and queued runs coalesced by the rules of ``HookEvent/Lifecycle`` so that a burst runs
 /// each subject's hooks for its newest state without ever losing (or inventing) an `added` or a `removed`.
@@ -174,11 +176,11 @@ extension Transition {
             effects.append(.startTimer(.dropSummary, milliseconds: Self.dropSummaryMilliseconds))
         }
         model.hooks.droppedSinceSummary += 1
-        guard makes(7, .hookRunDropped) else { return }
+        guard makes(.debug) else { return }
         var fields = [LogField(LogField.Name.hookEvent, event.rawValue)]
         if let run { fields.append(LogField(LogField.Name.hookRun, String(run))) }
         log(
-            7, .hookRunDropped,
+            .debug, .hookRunDropped,
             "Dropped the \(event.rawValue) hook run for \(name)" + (reason.isEmpty ? "" : ": \(reason)"), fields)
     }
 
@@ -217,16 +219,16 @@ extension Transition {
             // Stopped by the stop (SIGTERM to each running run), or ended on its own meanwhile: a notice each.
             let ends = result.hooks.map { "\($0.name): \(describe($0.status))" }
             log(
-                5, result.succeeded ? .hookRunFinished : .hookRunFailed,
+                .notice, result.succeeded ? .hookRunFinished : .hookRunFailed,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) stopped with netdevd: \(ends.joined(separator: "; "))",
                 fields())
         } else if result.succeeded {
             // Debug: hooks that did their job are not news (a burst runs thousands); failures are warnings, and
             // the counters in `netdevctl status` count every run. Made only when the daemon keeps debug entries.
-            if makes(7, .hookRunFinished) {
+            if makes(.debug) {
                 let total = result.hooks.map(\.durationMilliseconds).reduce(0, +)
                 log(
-                    7, .hookRunFinished,
+                    .debug, .hookRunFinished,
                     "Hooks for \(run.event.rawValue) \(run.subjectName) ran: \(quantity(result.hooks.count, "hook")) in "
                         + "\(total) ms",
                     fields())
@@ -235,7 +237,7 @@ extension Transition {
             model.counters.hookRunsFailed += 1
             let failures = result.hooks.filter { $0.status != .exited(0) }.map { "\($0.name): \(describe($0.status))" }
             log(
-                4, .hookRunFailed,
+                .warning, .hookRunFailed,
                 "Hooks for \(run.event.rawValue) \(run.subjectName) failed: \(failures.joined(separator: "; "))",
                 fields())
         }
@@ -261,7 +263,7 @@ extension Transition {
         let dropped = model.hooks.droppedSinceSummary
         model.hooks.droppedSinceSummary = 0
         log(
-            6, .hookRunDropped,
+            .info, .hookRunDropped,
             "Dropped \(quantity(dropped, "queued hook run")) before they ran: newer runs of the same subject replaced them, or "
                 + "their subject was removed again (\(model.counters.staleHookRunsDropped) since start)",
             [

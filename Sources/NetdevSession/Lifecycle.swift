@@ -1,4 +1,5 @@
 import HashTreeCollections
+import Syslog
 
 /// Enumeration, lost events, reload and stop: the phases of netdevd's life, decided here.
 extension Transition {
@@ -26,19 +27,20 @@ extension Transition {
             announceChanges(from: previous, hooks: true)
             dispatchAfterResync()
             log(
-                5, .resynced, "Re-read the state after lost events: \(statusLine)",
+                .notice, .resynced, "Re-read the state after lost events: \(statusLine)",
                 [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
             )
             effects.append(.notify([.status(statusLine)]))
         } else {
             for link in model.sortedLinks {
+                activity.append(.linkAdded(index: link.index))
                 log(
-                    model.configuration.ignores(link.name) ? 7 : 6, .linkAdded,
+                    model.configuration.ignores(link.name) ? .debug : .info, .linkAdded,
                     "\(link.name): \(link.operationalState.rawValue)\(addressSuffix(link))", linkFields(link)
                 )
             }
             log(
-                5, .started, "netdevd started: \(statusLine)",
+                .notice, .started, "netdevd started: \(statusLine)",
                 [LogField(LogField.Name.onlineState, model.onlineState.rawValue)]
             )
             effects.append(.notify([.ready, .status(statusLine)]))
@@ -53,7 +55,7 @@ extension Transition {
     mutating func enumerationFailed(generation: Int, reason: String) {
         guard generation == model.enumerationGeneration, model.phase == .enumerating || model.phase == .resyncing
         else { return }
-        log(3, .enumerationFailed, "Reading links and devices failed, retrying in 1 s: \(reason)")
+        log(.error, .enumerationFailed, "Reading links and devices failed, retrying in 1 s: \(reason)")
         effects.append(.startTimer(.retryEnumeration, milliseconds: 1_000))
     }
 
@@ -73,8 +75,9 @@ extension Transition {
         }
         model.buffered = []
         model.enumerationGeneration += 1
+        activity.append(.eventsLost(source: source))
         log(
-            4, .resyncStarted, "The \(source.rawValue) monitor lost events; re-reading links and devices",
+            .warning, .resyncStarted, "The \(source.rawValue) monitor lost events; re-reading links and devices",
             [
                 LogField(LogField.Name.monitor, source.rawValue),
                 LogField(LogField.Name.resyncs, String(model.counters.resyncs)),
@@ -95,7 +98,7 @@ extension Transition {
                 // Cancelled once already: a second cancel is SIGKILL.
                 effects.append(.cancelHooks(running))
                 log(
-                    4, .hookRunsCancelled,
+                    .warning, .hookRunsCancelled,
                     "Stop timeout passed; killed \(quantity(running.count, "hook run")) still running (SIGKILL)"
                 )
             }
@@ -153,9 +156,9 @@ extension Transition {
         model.lastReload = ReloadOutcome(
             covers: model.reloadCovers, warnings: warnings.map(\.description), errors: [])
         for warning in warnings {
-            log(4, .configurationWarning, warning.description, diagnosticFields(warning))
+            log(.warning, .configurationWarning, warning.description, diagnosticFields(warning))
         }
-        log(5, .reloaded, "Configuration reloaded: \(statusLine)")
+        log(.notice, .reloaded, "Configuration reloaded: \(statusLine)")
         endReload()
         // A reload asked for meanwhile starts last: after this one's online change and re-read, which it would
         // otherwise skip (its phase would be reloading, and its configuration compared with this one's).
@@ -186,7 +189,7 @@ extension Transition {
             covers: model.reloadCovers, warnings: [], errors: diagnostics.map(\.description))
         let listed = diagnostics.map(\.description).joined(separator: "; ")
         log(
-            3, .reloadFailed, "Configuration not reloaded, the previous one stays in force: \(listed)",
+            .error, .reloadFailed, "Configuration not reloaded, the previous one stays in force: \(listed)",
             diagnostics.first.map(diagnosticFields) ?? []
         )
         endReload()
@@ -222,7 +225,7 @@ extension Transition {
             if !running.isEmpty {
                 effects.append(.cancelHooks(running))
                 log(
-                    4, .hookRunsCancelled,
+                    .warning, .hookRunsCancelled,
                     "\(signal) again; killed \(quantity(running.count, "running hook run")) (SIGKILL)")
             }
             finishStop()
@@ -240,7 +243,7 @@ extension Transition {
         effects.append(.notify([.stopping, .status("Stopping…")]))
         let running = model.hooks.running.values.map(\.id).sorted()
         log(
-            5, .stopping,
+            .notice, .stopping,
             "\(signal) received; stopping"
                 + (dropped > 0 ? ", \(quantity(dropped, "queued hook run")) dropped" : "")
                 + (running.isEmpty ? "" : ", \(quantity(running.count, "running hook run")) sent SIGTERM"),
@@ -265,7 +268,7 @@ extension Transition {
         }
         model.phase = .stopped
         model.hooks = HookQueue()
-        log(5, .stopped, "netdevd stopped")
+        log(.notice, .stopped, "netdevd stopped")
         effects.append(.exit(status: 0))
     }
 

@@ -1,3 +1,5 @@
+public import Syslog
+
 /// Every kind of journal entry the session writes, each with a fixed 128-bit `MESSAGE_ID` and a one-line
 /// explanation. This is the one list; the journal catalog (`journalctl -x`) is generated from it, and operators
 /// filter on the ids (`journalctl MESSAGE_ID=...`). Never change an id once released.
@@ -194,8 +196,8 @@ extension MessageKind {
 
 /// A journal entry the session asks for: priority, message, kind (and so MESSAGE_ID), and fields.
 public struct LogEntry: Codable, Sendable, Equatable {
-    /// syslog priority: 3 error, 4 warning, 5 notice, 6 info, 7 debug.
-    public var priority: Int
+    /// How important it is (`PRIORITY=`).
+    public var priority: LogPriority
     /// The human message.
     public var message: String
     /// The kind, which fixes the MESSAGE_ID.
@@ -204,7 +206,7 @@ public struct LogEntry: Codable, Sendable, Equatable {
     public var fields: [LogField]
 
     /// An entry.
-    public init(priority: Int, message: String, kind: MessageKind, fields: [LogField] = []) {
+    public init(priority: LogPriority, message: String, kind: MessageKind, fields: [LogField] = []) {
         self.priority = priority
         self.message = message
         self.kind = kind

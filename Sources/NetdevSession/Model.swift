@@ -1,4 +1,5 @@
 public import HashTreeCollections
+public import Syslog
 
 /// Where a session is in its life. All transitions are decided by ``Session/update(_:_:)``:
 /// `starting → enumerating → running ⇄ resyncing`, `running → reloading → running`, any → `stopping → stopped`.
@@ -110,9 +111,9 @@ public struct Model: Codable, Sendable, Equatable {
     /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
     /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
-    /// The least urgent journal priority the daemon keeps (7 debug ... 3 error): entries above it are not made at
-    /// all, so a burst does not build thousands of debug texts that the daemon would only drop.
-    public var maximumLogPriority: Int
+    /// The least urgent journal priority the daemon keeps: entries above it are not made at all (the one place the
+    /// level applies), so a burst does not build thousands of debug texts that the daemon would only drop.
+    public var maximumLogPriority: LogPriority
     /// What the networkd-dispatcher scripts were told, per link, and networkd's administrative states.
     public var dispatcher: DispatcherBook
 
@@ -122,7 +123,7 @@ public struct Model: Codable, Sendable, Equatable {
     private var online: OnlineTally
 
     /// A session about to start, with `configuration`, making journal entries up to `maximumLogPriority`.
-    public init(configuration: Configuration = Configuration(), maximumLogPriority: Int = 7) {
+    public init(configuration: Configuration = Configuration(), maximumLogPriority: LogPriority = .debug) {
         phase = .starting
         storedConfiguration = configuration
         storedLinks = [:]
@@ -194,7 +195,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = try container.decode([HookSubject: OperationalState].self, forKey: .debouncing)
         counters = try container.decode(Counters.self, forKey: .counters)
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
-        maximumLogPriority = try container.decodeIfPresent(Int.self, forKey: .maximumLogPriority) ?? 7
+        maximumLogPriority = try container.decodeIfPresent(LogPriority.self, forKey: .maximumLogPriority) ?? .debug
         isEnumerated = try container.decodeIfPresent(Bool.self, forKey: .isEnumerated) ?? (phase != .enumerating)
         reloadRequests = try container.decodeIfPresent(Int.self, forKey: .reloadRequests) ?? 0
         reloadCovers = try container.decodeIfPresent(Int.self, forKey: .reloadCovers) ?? 0

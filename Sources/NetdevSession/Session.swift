@@ -1,4 +1,5 @@
 public import MobiusCore
+import Syslog
 
 /// The netdevd session as a Mobius loop's pure functions: ``initiate(_:)`` and ``update(_:_:)``.
 ///
@@ -86,6 +87,8 @@ struct Transition {
     let droppedBefore: Int
     var model: Model
     var effects: [Effect] = []
+    /// What the metrics count, sent as one ``Effect/noteActivity(_:)`` after the step's other effects.
+    var activity: [Activity] = []
     /// Links or devices changed (set where the change is made, so `next` need not compare whole dictionaries).
     var stateTouched = false
 
@@ -103,6 +106,10 @@ struct Transition {
 
     /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change.
     var next: Next<Model, Effect> {
+        var effects = self.effects
+        if !activity.isEmpty {
+            effects.append(.noteActivity(activity))
+        }
         if unchanged {
             return effects.isEmpty ? .noChange : .dispatchEffects(effects)
         }
@@ -115,22 +122,16 @@ struct Transition {
         return .next(model, effects: effects)
     }
 
-    /// Adds a journal entry when ``makes(_:_:)`` says so.
-    mutating func log(_ priority: Int, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
-        guard makes(priority, kind) else { return }
+    /// Adds a journal entry when ``makes(_:)`` says so.
+    mutating func log(_ priority: LogPriority, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []) {
+        guard makes(priority) else { return }
         effects.append(.log(LogEntry(priority: priority, message: message, kind: kind, fields: fields)))
     }
 
-    /// `true` when an entry of `priority` and `kind` is made: the daemon keeps that priority, or reads entries of
-    /// that kind before the journal's level applies (its metrics count each link's life, an ignored link's at
-    /// debug included, and each monitor's lost events). A caller building an entry a burst would make thousands of
-    /// times asks first.
-    func makes(_ priority: Int, _ kind: MessageKind) -> Bool {
-        guard priority > model.maximumLogPriority else { return true }
-        switch kind {
-        case .linkAdded, .linkStateChanged, .linkRemoved, .resyncStarted: return true
-        default: return false
-        }
+    /// `true` when an entry of `priority` is made: the daemon keeps that priority (the one place the journal's level
+    /// applies). A caller building an entry a burst would make thousands of times asks first.
+    func makes(_ priority: LogPriority) -> Bool {
+        priority <= model.maximumLogPriority
     }
 
     /// `STATUS=` text: what is tracked and whether the host is online.

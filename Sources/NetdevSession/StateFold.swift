@@ -1,4 +1,5 @@
 import HashTreeCollections
+import Syslog
 
 /// How link, address, route and device events change the model's state, with no announcements: the fold that
 /// both the live path and the replay after an enumeration use, and that tests compare against.
@@ -219,8 +220,9 @@ extension Transition {
             switch (previous.link(index), model.links[index]) {
             case (nil, let link?):
                 let ignored = model.configuration.ignores(link.name)
+                activity.append(.linkAdded(index: index))
                 log(
-                    ignored ? 7 : 6, .linkAdded,
+                    ignored ? .debug : .info, .linkAdded,
                     "\(link.name): added, \(link.operationalState.rawValue)\(addressSuffix(link))", linkFields(link))
                 if hooks && !ignored {
                     enqueueLinkRun(link, event: .linkAdded, previousState: nil)
@@ -228,7 +230,8 @@ extension Transition {
                 dispatchAdded(link)
             case (let old?, nil):
                 let ignored = model.configuration.ignores(old.name)
-                log(ignored ? 7 : 6, .linkRemoved, "\(old.name): removed", linkFields(old))
+                activity.append(.linkRemoved(index: index))
+                log(ignored ? .debug : .info, .linkRemoved, "\(old.name): removed", linkFields(old))
                 if hooks && !ignored {
                     model.debouncing[.link(index: index)] = nil
                     enqueueLinkRun(old, event: .linkRemoved, previousState: old.operationalState)
@@ -245,7 +248,7 @@ extension Transition {
             // An interface's device is at debug, which the daemon usually drops: its entry is then not made.
             case (nil, let device?):
                 let priority = Self.devicePriority(device)
-                if makes(priority, .deviceAdded) {
+                if makes(priority) {
                     log(
                         priority, .deviceAdded, "\(device.subsystem) device \(device.sysname) added",
                         deviceFields(device))
@@ -253,7 +256,7 @@ extension Transition {
                 if hooks { enqueueDeviceRun(device, event: .deviceAdded) }
             case (let device?, nil):
                 let priority = Self.devicePriority(device)
-                if makes(priority, .deviceRemoved) {
+                if makes(priority) {
                     log(
                         priority, .deviceRemoved, "\(device.subsystem) device \(device.sysname) removed",
                         deviceFields(device))
@@ -270,7 +273,7 @@ extension Transition {
         let new = model.onlineState
         guard old != new else { return }
         log(
-            5, .onlineStateChanged, "Online state is now \(new.rawValue) (was \(old.rawValue))",
+            .notice, .onlineStateChanged, "Online state is now \(new.rawValue) (was \(old.rawValue))",
             [
                 LogField(LogField.Name.onlineState, new.rawValue),
                 LogField(LogField.Name.previousOnlineState, old.rawValue),
@@ -283,7 +286,7 @@ extension Transition {
 
     private mutating func announceLinkChange(from old: Link, to link: Link, hooks: Bool) {
         let ignored = model.configuration.ignores(link.name)
-        let priority = ignored ? 7 : 6
+        let priority: LogPriority = ignored ? .debug : .info
         for address in link.addresses where !old.addresses.contains(where: { StateFold.sameAddress($0, address) }) {
             log(
                 priority, .addressAdded, "\(link.name): address \(address.cidr) added",
@@ -312,6 +315,7 @@ extension Transition {
         let oldState = old.operationalState
         let newState = link.operationalState
         guard oldState != newState else { return }
+        activity.append(.linkStateChanged(index: link.index))
         log(
             priority, .linkStateChanged, "\(link.name): \(oldState.rawValue) → \(newState.rawValue)",
             linkFields(link) + [LogField(LogField.Name.previousOperState, oldState.rawValue)]
@@ -330,7 +334,7 @@ extension Transition {
     }
 
     private mutating func announceDeviceChange(_ device: Device, action: String, hooks: Bool) {
-        log(6, .deviceChanged, "\(device.subsystem) device \(device.sysname): \(action)", deviceFields(device))
+        log(.info, .deviceChanged, "\(device.subsystem) device \(device.sysname): \(action)", deviceFields(device))
         if hooks { enqueueDeviceRun(device, event: .deviceChanged) }
     }
 
@@ -363,8 +367,8 @@ extension Transition {
     /// A network interface's device (udev's side of an rtnetlink link: subsystem `net` with an `IFINDEX`) is
     /// logged at debug when it comes and goes, because the link's own entries already say so; the journal gets one
     /// entry per fact, not two. Every other device at info.
-    static func devicePriority(_ device: Device) -> Int {
-        device.subsystem == "net" && device.properties["IFINDEX"] != nil ? 7 : 6
+    static func devicePriority(_ device: Device) -> LogPriority {
+        device.subsystem == "net" && device.properties["IFINDEX"] != nil ? .debug : .info
     }
 
     func deviceFields(_ device: Device) -> [LogField] {

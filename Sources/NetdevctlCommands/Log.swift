@@ -1,6 +1,7 @@
 import CommandOptions
 import JSONCoding
 import NetdevWire
+import Syslog
 import Systemd
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 internal import CSystemd
+import Syslog
 
 #if canImport(Glibc)
 import Glibc

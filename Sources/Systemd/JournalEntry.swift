@@ -1,3 +1,5 @@
+public import Syslog
+
 /// A 128-bit journal message id (`MESSAGE_ID=`), written as 32 lower-case hex digits, as `journalctl
 /// --new-id128` prints it. Typed so that an id is never a free-form string.
 public struct JournalMessageID: Hashable, Sendable, Codable, CustomStringConvertible {
@@ -13,31 +15,6 @@ public struct JournalMessageID: Hashable, Sendable, Codable, CustomStringConvert
 
     /// The 32 hex digits.
     public var description: String { hex }
-}
-
-/// syslog priorities, as journald's `PRIORITY=` field holds them.
-public enum JournalPriority: Int, Sendable, Codable, Comparable, CaseIterable {
-    /// 0: the system is unusable.
-    case emergency = 0
-    /// 1: act now.
-    case alert = 1
-    /// 2: critical.
-    case critical = 2
-    /// 3: an error.
-    case error = 3
-    /// 4: a warning.
-    case warning = 4
-    /// 5: normal but significant.
-    case notice = 5
-    /// 6: informational.
-    case info = 6
-    /// 7: debugging.
-    case debug = 7
-
-    /// Lower values are more severe.
-    public static func < (lhs: JournalPriority, rhs: JournalPriority) -> Bool {
-        lhs.rawValue < rhs.rawValue
-    }
 }
 
 /// One journal field: a valid name and a value of any bytes (newlines and binary data included).
@@ -70,7 +47,7 @@ public struct JournalEntry: Sendable, Equatable {
     public var fields: [JournalField]
 
     /// An entry with `MESSAGE` and `PRIORITY`, and `MESSAGE_ID` when given.
-    public init(message: String, priority: JournalPriority = .info, messageID: JournalMessageID? = nil) {
+    public init(message: String, priority: LogPriority = .info, messageID: JournalMessageID? = nil) {
         fields = [JournalField(.message, message), JournalField(.priority, String(priority.rawValue))]
         if let messageID {
             fields.append(JournalField(.messageID, messageID.hex))
@@ -98,7 +75,7 @@ public struct JournalEntry: Sendable, Equatable {
     }
 
     /// The entry's `PRIORITY` (info when absent or unreadable).
-    public var priority: JournalPriority {
-        value(of: .priority).flatMap(Int.init).flatMap(JournalPriority.init(rawValue:)) ?? .info
+    public var priority: LogPriority {
+        value(of: .priority).flatMap(Int.init).flatMap(LogPriority.init(rawValue:)) ?? .info
     }
 }

@@ -1,4 +1,5 @@
 public import Logging
+public import Syslog
 
 /// A swift-log `LogHandler` that writes each log record as a structured ``JournalEntry``: the level becomes
 /// `PRIORITY`, the source location `CODE_FILE` / `CODE_LINE` / `CODE_FUNC`, the logger's label `LOGGER`, and
@@ -62,7 +63,7 @@ public struct JournalLogHandler: LogHandler {
     }
 
     /// The journal priority of a swift-log level.
-    public static func priority(of level: Logger.Level) -> JournalPriority {
+    public static func priority(of level: Logger.Level) -> LogPriority {
         switch level {
         case .trace, .debug: .debug
         case .info: .info

@@ -1,4 +1,5 @@
 internal import CSystemd
+public import Syslog
 
 #if canImport(Glibc)
 import Glibc
@@ -37,8 +38,8 @@ public struct JournalRecord: Sendable, Equatable {
     }
 
     /// `PRIORITY` as a level; entries without one are `info`, as journalctl shows them.
-    public var priority: JournalPriority {
-        value(of: "PRIORITY").flatMap(Int.init).flatMap(JournalPriority.init(rawValue:)) ?? .info
+    public var priority: LogPriority {
+        value(of: "PRIORITY").flatMap(Int.init).flatMap(LogPriority.init(rawValue:)) ?? .info
     }
 }
 

@@ -2,6 +2,7 @@ import CommandOptions
 import NetdevDaemon
 import NetdevSession
 import NetdevWire
+import Syslog
 import Systemd
 import Udev
 
@@ -81,7 +82,7 @@ struct NetdevdCommand {
     var socket = "/run/netdevd/io.netdevd"
     var udevSource = UdevSource.auto
     var logTarget: JournalTarget?
-    var logLevel = 6
+    var logLevel = LogPriority.info
     var record: String?
     var replay: String?
     var json = false
@@ -135,8 +136,10 @@ struct NetdevdCommand {
         case "console": logTarget = isatty(STDERR_FILENO) == 1 ? .readableStandardError : .prefixedStandardError
         default: logTarget = nil
         }
-        let levels = ["error": 3, "warning": 4, "notice": 5, "info": 6, "debug": 7]
-        logLevel = parsed.value("log-level").flatMap { levels[$0] } ?? 6
+        let levels: [String: LogPriority] = [
+            "error": .error, "warning": .warning, "notice": .notice, "info": .info, "debug": .debug,
+        ]
+        logLevel = parsed.value("log-level").flatMap { levels[$0] } ?? .info
         record = parsed.value("record")
         replay = parsed.value("replay")
         json = parsed.flag("json")

@@ -1,6 +1,7 @@
 import Foundation
 import KernelTestSupport
 import NetdevSession
+import Syslog
 import Testing
 
 @testable import NetdevDaemon
@@ -17,15 +18,15 @@ func samples(_ bytes: [UInt8]) -> [String: Double] {
     return result
 }
 
-/// A session driven through its update, with every journal entry it writes given to a recorder, as netdevd's
-/// effect handlers do.
+/// A session driven through its update, with the activity it reports given to a recorder, as netdevd's effect
+/// handlers do.
 struct RecordedSession {
     var model: Model
     let recorder: MetricsRecorder
 
-    /// `maximumLogPriority` is the daemon's `--log-level` (7, debug, makes every entry).
+    /// `maximumLogPriority` is the daemon's `--log-level` (`.debug` makes every entry).
     init(
-        links: [LinkState], configuration: Configuration = Configuration(), maximumLogPriority: Int = 7,
+        links: [LinkState], configuration: Configuration = Configuration(), maximumLogPriority: LogPriority = .debug,
         clock: @escaping @Sendable () -> Double
     ) {
         recorder = MetricsRecorder(clock: clock)
@@ -39,7 +40,7 @@ struct RecordedSession {
         recorder.noteEvent()
         let next = Session.update(model, event)
         if let changed = next.model { model = changed }
-        for case .log(let entry) in next.effects { recorder.note(entry) }
+        for case .noteActivity(let activity) in next.effects { recorder.note(activity) }
     }
 }
 
@@ -97,7 +98,7 @@ struct MetricsTests {
         let time = Protected(1_000.0)
         var session = RecordedSession(
             links: [linkState(7, "veth7", up: false)], configuration: Configuration(ignoredInterfaces: ["veth*"]),
-            maximumLogPriority: 6
+            maximumLogPriority: .info
         ) { time.withLock { $0 } }
         let exporter = MetricsExporter(recorder: session.recorder, version: "1")
         time.withLock { $0 = 1_500 }
@@ -110,6 +111,22 @@ struct MetricsTests {
         // Gone while ignored: its counts go with it, so a new link under its index starts from nothing.
         session.apply(.linkRemoved(index: 7))
         #expect(session.recorder.snapshot().links[7] == nil)
+    }
+
+    @Test("links are counted from the session's activity, not its journal entries: at level error none are made")
+    func countedWithoutEntries() {
+        let time = Protected(1_000.0)
+        var session = RecordedSession(links: [linkState(7, "veth7", up: false)], maximumLogPriority: .error) {
+            time.withLock { $0 }
+        }
+        let exporter = MetricsExporter(recorder: session.recorder, version: "1")
+        time.withLock { $0 = 1_200 }
+        session.apply(.linkChanged(linkState(7, "veth7", up: true)))
+        session.apply(.monitorOverflowed(source: .netlink))
+        let values = samples(exporter.render(session.model, clients: 0))
+        #expect(values[#"netdevd_link_state_changes_total{link="veth7"}"#] == 1)
+        #expect(values[#"netdevd_link_last_change_timestamp_seconds{link="veth7"}"#] == 1_200)
+        #expect(values[#"netdevd_monitor_overflows_total{monitor="netlink"}"#] == 1)
     }
 
     @Test("the per-link table gives back its room when the links go, and keeps counting the ones that stay")
@@ -167,10 +184,7 @@ struct MetricsTests {
                     HookOutcome(name: "10-ok", status: .exited(0), durationMilliseconds: 1),
                     HookOutcome(name: "20-fails", status: .notStarted("cancelled"), durationMilliseconds: 0),
                 ]))
-        recorder.note(
-            LogEntry(
-                priority: 4, message: "lost", kind: .resyncStarted,
-                fields: [LogField(LogField.Name.monitor, "udev"), LogField(LogField.Name.resyncs, "1")]))
+        recorder.note([.eventsLost(source: .udev)])
         var model = Model(configuration: Configuration(trackedSubsystems: ["net", "usb"]))
         model.devices["/sys/devices/virtual/net/lo"] = Device(
             syspath: "/sys/devices/virtual/net/lo", sysname: "lo", subsystem: "net")
@@ -248,7 +262,7 @@ struct MetricsTextfileTests {
         MetricsTextfile(
             exporter: MetricsExporter(recorder: MetricsRecorder(), version: "1"), clients: { clients.withLock { $0 } },
             intervalNanoseconds: intervalNanoseconds
-        ) { priority, text in said.withLock { $0.append("\(priority) \(text)") } }
+        ) { priority, text in said.withLock { $0.append("\(priority.rawValue) \(text)") } }
     }
 
     @Test("written whole, readable by all, when the sequence changes, at most once per interval; removed at stop")

@@ -229,7 +229,7 @@ struct HookCoalescingTests {
         // Queued runs that never ran: the added run the change replaced, then the merged added run the removal
         // cancelled (the removal itself was never queued).
         #expect(model.counters.staleHookRunsDropped == dropped + 2)
-        #expect(Fixture.logs(removal.effects).contains { $0.kind == .hookRunDropped && $0.priority == 7 })
+        #expect(Fixture.logs(removal.effects).contains { $0.kind == .hookRunDropped && $0.priority == .debug })
         #expect(Self.drain(&model, running: [busy]).isEmpty)
         #expect(model.hooks.isIdle)
     }

@@ -92,7 +92,7 @@ struct HookTests {
         #expect(model.hooks.droppedSinceSummary == 3)
         let fired = Session.update(model, .timerFired(.dropSummary))
         let summaries = Fixture.logs(fired.effects).filter { $0.kind == .hookRunDropped }
-        #expect(summaries.map(\.priority) == [6])
+        #expect(summaries.map(\.priority) == [.info])
         #expect(summaries.first?.field("NETDEVD_HOOK_RUNS_DROPPED") == "3")
         #expect(fired.model?.hooks.droppedSinceSummary == 0)
     }
@@ -156,7 +156,7 @@ struct HookTests {
         let next = Session.update(model, .addressAdded(index: 2, Fixture.v4))
         #expect(Fixture.runs(next.effects).isEmpty)
         let logs = Fixture.logs(next.effects)
-        #expect(!logs.isEmpty && logs.allSatisfy { $0.priority == 7 }, "\(logs)")
+        #expect(!logs.isEmpty && logs.allSatisfy { $0.priority == .debug }, "\(logs)")
         #expect(next.model?.onlineState == .offline)
     }
 
@@ -178,15 +178,15 @@ struct HookTests {
         #expect(removed.model?.devices.isEmpty == true)
         // The add run is still running, so the change run waits; the removal makes it stale.
         #expect(Fixture.logs(removed.effects).map(\.kind) == [.deviceRemoved, .hookRunDropped])
-        #expect(Fixture.logs(added.effects).first?.priority == 6)
+        #expect(Fixture.logs(added.effects).first?.priority == .info)
     }
 
     @Test("with debug entries not kept (the daemon's default), none is made, and nothing else changes")
     func debugEntriesNotMade() throws {
         var quiet = Fixture.running(configuration: Configuration(hookParallelism: 1))
-        quiet.maximumLogPriority = 6
+        quiet.maximumLogPriority = .info
         var verbose = quiet
-        verbose.maximumLogPriority = 7
+        verbose.maximumLogPriority = .debug
         let interface = Device(
             syspath: "/sys/devices/virtual/net/veth7", sysname: "veth7", subsystem: "net",
             properties: ["IFINDEX": "7", "INTERFACE": "veth7"])
@@ -214,14 +214,14 @@ struct HookTests {
         let outcome = HookOutcome(name: "50-log", status: .exited(0), durationMilliseconds: 3)
         try step(.hookRunFinished(HookRunResult(runID: first.id, hooks: [outcome])))
 
-        let debugKinds = Set(verboseLogs.filter { $0.priority == 7 }.map(\.kind))
+        let debugKinds = Set(verboseLogs.filter { $0.priority == .debug }.map(\.kind))
         #expect(debugKinds == [.deviceAdded, .hookRunDropped, .hookRunFinished])
-        #expect(quietLogs == verboseLogs.filter { $0.priority <= 6 })
+        #expect(quietLogs == verboseLogs.filter { $0.priority <= .info })
         #expect(quietRuns == verboseRuns)
         #expect(quietRuns.map(\.event) == [.deviceAdded, .deviceAdded])
         // The models differ in their level alone: the drop is still counted, its summary (info) still comes.
         var quietAtDebug = quiet
-        quietAtDebug.maximumLogPriority = 7
+        quietAtDebug.maximumLogPriority = .debug
         #expect(quietAtDebug == verbose)
         #expect(quiet.hooks.droppedSinceSummary == 1)
     }
@@ -234,14 +234,15 @@ struct HookTests {
             properties: ["IFINDEX": "7", "INTERFACE": "veth7"])
         let added = Session.update(model, .deviceChanged(interface, action: "add"))
         #expect(Fixture.logs(added.effects).map(\.kind) == [.deviceAdded])
-        #expect(Fixture.logs(added.effects).map(\.priority) == [7])
+        #expect(Fixture.logs(added.effects).map(\.priority) == [.debug])
         #expect(Fixture.runs(added.effects).map(\.event) == [.deviceAdded], "hooks still run for it")
         let removed = Session.update(added.model!, .deviceRemoved(syspath: interface.syspath))
-        #expect(Fixture.logs(removed.effects).first { $0.kind == .deviceRemoved }?.priority == 7)
+        #expect(Fixture.logs(removed.effects).first { $0.kind == .deviceRemoved }?.priority == .debug)
         // Without an IFINDEX it is not an interface's device: info, like every other device.
         var other = interface
         other.properties = [:]
-        #expect(Fixture.logs(Session.update(model, .deviceChanged(other, action: "add")).effects).first?.priority == 6)
+        #expect(
+            Fixture.logs(Session.update(model, .deviceChanged(other, action: "add")).effects).first?.priority == .info)
     }
 
     @Test("a failing hook is logged as a warning with its status, and counted")
@@ -260,7 +261,7 @@ struct HookTests {
         let finished = Session.update(model, .hookRunFinished(result))
         #expect(finished.model?.counters.hookRunsFailed == 1)
         let entry = Fixture.logs(finished.effects).first
-        #expect(entry?.kind == .hookRunFailed && entry?.priority == 4)
+        #expect(entry?.kind == .hookRunFailed && entry?.priority == .warning)
         #expect(entry?.message.contains("20-bad: exited with status 3; 30-slow: timed out") == true)
     }
 }

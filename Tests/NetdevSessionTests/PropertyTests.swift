@@ -246,15 +246,15 @@ struct PropertyTests {
         var simulation = Simulation(seed: 7)
         for _ in 0..<60 { simulation.step() }
         var quiet = simulation.model
-        quiet.maximumLogPriority = 6
+        quiet.maximumLogPriority = .info
         let encoded = try JSONEncoder().encode(quiet)
         var object = try #require(try JSONSerialization.jsonObject(with: encoded) as? [String: Any])
         #expect(object.removeValue(forKey: "maximumLogPriority") != nil)
         let older = try JSONSerialization.data(withJSONObject: object)
         let decoded = try JSONDecoder().decode(Model.self, from: older)
-        #expect(decoded.maximumLogPriority == 7)
+        #expect(decoded.maximumLogPriority == .debug)
         var expected = quiet
-        expected.maximumLogPriority = 7
+        expected.maximumLogPriority = .debug
         #expect(decoded == expected)
     }
 }

@@ -33,7 +33,7 @@ struct ReloadAndStopTests {
         #expect(rejected.model?.configuration == Configuration())
         #expect(rejected.model?.phase == .running)
         let entry = Fixture.logs(rejected.effects).first
-        #expect(entry?.kind == .reloadFailed && entry?.priority == 3)
+        #expect(entry?.kind == .reloadFailed && entry?.priority == .error)
         #expect(entry?.field("NETDEVD_CONFIG_FILE") == "/etc/netdevd/netdevd.conf.d/50-bad.conf")
         #expect(entry?.field("NETDEVD_CONFIG_LINE") == "12")
         #expect(entry?.message.contains("50-bad.conf:12: unknown key 'Requiredinterface'") == true)
@@ -144,7 +144,7 @@ struct ReloadAndStopTests {
         let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: runID, hooks: [killed])))
         // Its end is logged as expected (a notice), not as a failure.
         let end = Fixture.logs(finished.effects).first { $0.kind == .hookRunFailed }
-        #expect(end?.priority == 5)
+        #expect(end?.priority == .notice)
         #expect(end?.message.contains("stopped with netdevd: 50-slow: killed by signal 15") == true)
         #expect(finished.model?.counters.hookRunsFailed == model.counters.hookRunsFailed)
         #expect(finished.model?.phase == .stopped)

@@ -3,6 +3,7 @@ import Dispatch
 import Locking
 import NetdevSession
 import NetdevWire
+import Syslog
 public import Systemd
 
 #if canImport(Glibc)
@@ -180,7 +181,7 @@ public final class HookRunnerProgram: Sendable {
         return true
     }
 
-    private func log(_ priority: JournalPriority, _ message: String) {
+    private func log(_ priority: LogPriority, _ message: String) {
         let entry = JournalEntry(message: message, priority: priority)
         logQueue.async { [self] in write(entry) }
     }
