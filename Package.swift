@@ -80,10 +80,12 @@ let package = Package(
             dependencies: ["CSystemd", "Syslog", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
-        .target(name: "Udev", dependencies: ["CUdev", "Locking"], swiftSettings: strict),
+        // What the Linux adapters share: the error of a refused system call, a Dispatch source kept to cancel.
+        .target(name: "SystemSupport", swiftSettings: strict),
+        .target(name: "Udev", dependencies: ["CUdev", "Locking", "SystemSupport"], swiftSettings: strict),
         // Declarations of Linux's C library that Glibc's module leaves out (pidfd_open).
         .target(name: "CLinux"),
-        .target(name: "Netlink", dependencies: ["Locking"], swiftSettings: strict),
+        .target(name: "Netlink", dependencies: ["Locking", "SystemSupport"], swiftSettings: strict),
         // TreeDictionary: the model's tables are shared between the loop and its observers, so a change must not
         // copy a whole table (a persistent hash tree copies only the path to the changed entry).
         .target(
@@ -97,14 +99,14 @@ let package = Package(
         .target(name: "JSONCoding", swiftSettings: strict),
         // Command lines of netdevd and netdevctl: options, arguments, help and usage errors.
         .target(name: "CommandOptions", swiftSettings: strict),
-        .target(name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding"], swiftSettings: strict),
+        .target(name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding", "SystemSupport"], swiftSettings: strict),
         // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
         .target(name: "NetdevWire", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
             dependencies: [
                 "MobiusCore", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding",
-                "CLinux", "Locking", "CommandOptions", .product(name: "Prometheus", package: "swift-prometheus"),
+                "CLinux", "Locking", "CommandOptions", "SystemSupport", .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),

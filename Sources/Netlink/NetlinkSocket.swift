@@ -1,25 +1,7 @@
 #if canImport(Glibc)
+import SystemSupport
 import Glibc
 #endif
-
-/// A failed system call, with the call and errno, so a person can tell what the kernel refused.
-public struct NetlinkSystemError: Error, Equatable, CustomStringConvertible, Sendable {
-    /// The operation that failed (`socket`, `bind`, `recv`, ...).
-    public let operation: String
-    /// The errno it failed with.
-    public let errno: Int32
-
-    /// An error of `operation` with `errno`.
-    public init(operation: String, errno: Int32) {
-        self.operation = operation
-        self.errno = errno
-    }
-
-    /// `netlink: <operation> failed: <strerror> (errno <n>)`.
-    public var description: String {
-        "netlink: \(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
-    }
-}
 
 /// What a read from a netlink socket produced.
 enum Received {
@@ -38,13 +20,13 @@ final class NetlinkSocket {
     let fd: Int32
     private var buffer: [UInt8]
 
-    init(nonBlocking: Bool, receiveBufferBytes: Int? = nil) throws(NetlinkSystemError) {
+    init(nonBlocking: Bool, receiveBufferBytes: Int? = nil) throws(SystemCallError) {
         var type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         if nonBlocking {
             type |= Int32(SOCK_NONBLOCK.rawValue)
         }
         let fd = socket(Kernel.AF_NETLINK, type, Kernel.NETLINK_ROUTE)
-        guard fd >= 0 else { throw NetlinkSystemError(operation: "socket(AF_NETLINK)", errno: errno) }
+        guard fd >= 0 else { throw SystemCallError("netlink", operation: "socket(AF_NETLINK)", errno: errno) }
         self.fd = fd
         buffer = [UInt8](repeating: 0, count: 64 * 1024)
         // Kernel-assigned port id; no groups yet.
@@ -54,7 +36,7 @@ final class NetlinkSocket {
             bind(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
         }
         guard bound == 0 else {
-            let error = NetlinkSystemError(operation: "bind(AF_NETLINK)", errno: errno)
+            let error = SystemCallError("netlink", operation: "bind(AF_NETLINK)", errno: errno)
             close(fd)
             throw error
         }
@@ -68,30 +50,30 @@ final class NetlinkSocket {
     }
 
     /// Sets SO_RCVBUF (SO_RCVBUFFORCE when permitted, which may exceed rmem_max).
-    func setReceiveBuffer(_ bytes: Int) throws(NetlinkSystemError) {
+    func setReceiveBuffer(_ bytes: Int) throws(SystemCallError) {
         var size = Int32(clamping: bytes)
         if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) == 0 {
             return
         }
         guard setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-            throw NetlinkSystemError(operation: "setsockopt(SO_RCVBUF)", errno: errno)
+            throw SystemCallError("netlink", operation: "setsockopt(SO_RCVBUF)", errno: errno)
         }
     }
 
     /// Joins a multicast group (RTNLGRP_*).
-    func join(group: Int32) throws(NetlinkSystemError) {
+    func join(group: Int32) throws(SystemCallError) {
         var group = group
         guard
             setsockopt(
                 fd, Kernel.SOL_NETLINK, Kernel.NETLINK_ADD_MEMBERSHIP, &group, socklen_t(MemoryLayout<Int32>.size))
                 == 0
         else {
-            throw NetlinkSystemError(operation: "setsockopt(NETLINK_ADD_MEMBERSHIP \(group))", errno: errno)
+            throw SystemCallError("netlink", operation: "setsockopt(NETLINK_ADD_MEMBERSHIP \(group))", errno: errno)
         }
     }
 
     /// Sends a dump request of `type` (RTM_GETLINK, ...) for `family` with sequence number `sequence`.
-    func requestDump(type: UInt16, family: UInt8, sequence: UInt32) throws(NetlinkSystemError) {
+    func requestDump(type: UInt16, family: UInt8, sequence: UInt32) throws(SystemCallError) {
         // nlmsghdr + a zeroed family header (rtgenmsg is one byte; ifinfomsg-sized covers every request).
         let payloadLength = type == Kernel.RTM_GETROUTE ? Kernel.rtmsgLength : Kernel.ifinfomsgLength
         var message = [UInt8](repeating: 0, count: Kernel.headerLength + payloadLength)
@@ -108,7 +90,7 @@ final class NetlinkSocket {
         message[Kernel.headerLength] = family
         let sent = message.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
         guard sent == message.count else {
-            throw NetlinkSystemError(operation: "send(dump request)", errno: errno)
+            throw SystemCallError("netlink", operation: "send(dump request)", errno: errno)
         }
     }
 
@@ -121,7 +103,7 @@ final class NetlinkSocket {
     /// one longer than the buffer (64 KiB; a notification carries one message, a few KiB for a link) has lost its
     /// tail, so the buffer grows to hold the next such one and the loss is reported as ``Received/overflow``, as
     /// the kernel's own drops are: the caller rebuilds its view from a dump.
-    func receive(exact: Bool = true) throws(NetlinkSystemError) -> Received {
+    func receive(exact: Bool = true) throws(SystemCallError) -> Received {
         if exact {
             switch try receiveOnce(flags: Int32(MSG_PEEK | MSG_TRUNC)) {
             case .length(let peeked):
@@ -153,7 +135,7 @@ final class NetlinkSocket {
     }
 
     /// One `recv` into the buffer with `flags`, repeated when a signal interrupts it.
-    private func receiveOnce(flags: Int32) throws(NetlinkSystemError) -> Attempt {
+    private func receiveOnce(flags: Int32) throws(SystemCallError) -> Attempt {
         while true {
             let count = buffer.withUnsafeMutableBytes { raw in recv(fd, raw.baseAddress, raw.count, flags) }
             if count >= 0 { return .length(count) }
@@ -161,7 +143,7 @@ final class NetlinkSocket {
             case EINTR: continue
             case EAGAIN, EWOULDBLOCK: return .other(.nothing)
             case ENOBUFS: return .other(.overflow)
-            default: throw NetlinkSystemError(operation: "recv", errno: errno)
+            default: throw SystemCallError("netlink", operation: "recv", errno: errno)
             }
         }
     }

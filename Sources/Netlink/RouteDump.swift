@@ -1,7 +1,9 @@
+public import SystemSupport
+
 /// What went wrong talking to rtnetlink: a system call, a malformed message, or a request the kernel refused.
 public enum NetlinkError: Error, Equatable, CustomStringConvertible, Sendable {
     /// A system call failed.
-    case system(NetlinkSystemError)
+    case system(SystemCallError)
     /// A message could not be parsed.
     case malformed(NetlinkParseError)
     /// The kernel answered a request with an error (errno).
@@ -15,7 +17,7 @@ public enum NetlinkError: Error, Equatable, CustomStringConvertible, Sendable {
         case .system(let error): error.description
         case .malformed(let error): error.description
         case .refused(let request, let errno):
-            "netlink: the kernel refused \(request): \(NetlinkSystemError(operation: request, errno: errno).description)"
+            "netlink: the kernel refused \(request): \(SystemCallError("netlink", operation: request, errno: errno).description)"
         case .dumpKeptChanging(let request, let attempts):
             "netlink: \(request) was interrupted by concurrent changes \(attempts) times in a row"
         }

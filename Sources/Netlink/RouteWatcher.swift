@@ -1,4 +1,5 @@
 import Locking
+import SystemSupport
 
 /// What one read of a ``RouteWatcher`` found.
 public struct RouteWatchBatch: Sendable, Equatable {
@@ -52,11 +53,11 @@ public final class RouteWatcher: Sendable {
 
     /// Reads every datagram pending now, without blocking.
     public func readAvailable() throws(NetlinkError) -> RouteWatchBatch {
-        let outcome: Result<RouteWatchBatch, NetlinkSystemError> = socket.withLock { socket in
+        let outcome: Result<RouteWatchBatch, SystemCallError> = socket.withLock { socket in
             var batch = RouteWatchBatch()
             while true {
                 let received: Received
-                do throws(NetlinkSystemError) {
+                do throws(SystemCallError) {
                     received = try socket.receive(exact: false)
                 } catch {
                     return .failure(error)

@@ -12,7 +12,7 @@ public enum JournalTarget: Sendable, Equatable {
     /// Standard error, each line prefixed with `<N>` (the priority, sd-daemon(3)), for a service whose stderr
     /// journald or another syslog-aware collector reads.
     case prefixedStandardError
-    /// Standard error as readable lines (`netdevd[info]: message KEY=value ...`), for a person at a terminal.
+    /// Standard error as readable lines (`identifier[info]: message KEY=value ...`), for a person at a terminal.
     case readableStandardError
 }
 
@@ -133,8 +133,8 @@ extension String {
 /// libsystemd speaks journald's native protocol: one datagram per entry, a value with a newline (or any bytes) in
 /// its binary-safe form, and an entry too large for a datagram in a sealed memfd. A journal that is not there drops
 /// the entry silently (`sd_journal_sendv` returns 0); any other failure is its errno. The socket is blocking, as
-/// libsystemd makes it: a journald that takes nothing holds the sending thread, which is why netdevd sends from a
-/// writer thread of its own and never from its event loop.
+/// libsystemd makes it: a journald that takes nothing holds the sending thread, so a caller with an event loop sends
+/// from a writer thread of its own, never from the loop.
 enum SystemJournal {
     static func send(_ entry: JournalEntry) throws(JournalError) {
         guard !entry.fields.isEmpty else { return }

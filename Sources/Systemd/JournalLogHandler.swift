@@ -6,8 +6,9 @@ public import Syslog
 /// every metadata key a field (normalised to journald's rules, so `ifname` becomes `IFNAME`).
 ///
 /// A metadata value `.string` or `.stringConvertible` is written as its text; dictionaries and arrays as their
-/// description. Writing never throws into the caller: a failed write is counted in ``droppedEntries`` and
-/// reported once on standard error.
+/// description. Writing never throws into the caller: the journal is a ``ReportingJournal``, so a failed write is
+/// counted in ``droppedEntries``, reported once on standard error, and the loss said once the journal takes entries
+/// again.
 public struct JournalLogHandler: LogHandler {
     /// The logger's metadata, merged under each record's metadata.
     public var metadata: Logger.Metadata = [:]
@@ -15,19 +16,17 @@ public struct JournalLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
 
     private let label: String
-    private let journal: Journal
-    private let failures: FailureCounter
+    private let journal: ReportingJournal
 
     /// A handler for the logger `label`, writing to `journal`.
     public init(label: String, journal: Journal) {
         self.label = label
-        self.journal = journal
-        self.failures = FailureCounter()
+        self.journal = ReportingJournal(journal)
     }
 
     /// Entries that could not be written since the handler was made.
     public var droppedEntries: Int {
-        failures.count
+        journal.lostEntries
     }
 
     /// Reads or writes one metadata value.
@@ -55,11 +54,7 @@ public struct JournalLogHandler: LogHandler {
                 entry.append(.normalizing(key), Self.text(of: value))
             }
         }
-        do {
-            try journal.send(entry)
-        } catch {
-            failures.record(error)
-        }
+        journal.send(entry)
     }
 
     /// The journal priority of a swift-log level.

@@ -1,4 +1,5 @@
 internal import CUdev
+public import SystemSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -18,14 +19,14 @@ public struct UdevEnumerator: Sendable {
     /// calling thread: netdevd dumps rtnetlink on another at the same time, and with a second reader the three
     /// threads met on the heap's lock (netdevd keeps one malloc arena), a thousand times per start in some runs,
     /// which then took 90-100 ms rather than 50-55 (with one reader, 62-75 ms and less CPU in every run).
-    public func devices(subsystems: [String] = []) throws(UdevError) -> [UdevDevice] {
+    public func devices(subsystems: [String] = []) throws(SystemCallError) -> [UdevDevice] {
         guard !subsystems.isEmpty else { return try enumeratedByLibudev() }
         return try Self.read(Self.syspaths(subsystems: subsystems))
     }
 
     /// The devices at `paths`, read with a libudev context made for them.
-    private static func read(_ paths: [String]) throws(UdevError) -> [UdevDevice] {
-        guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
+    private static func read(_ paths: [String]) throws(SystemCallError) -> [UdevDevice] {
+        guard let context = udev_new() else { throw SystemCallError("udev", operation: "udev_new", errno: errno) }
         defer { udev_unref(context) }
         var devices: [UdevDevice] = []
         devices.reserveCapacity(paths.count)
@@ -79,21 +80,24 @@ public struct UdevEnumerator: Sendable {
     }
 
     /// The devices of `subsystems` (every device when empty), through libudev's enumerator.
-    func enumeratedByLibudev(subsystems: [String] = []) throws(UdevError) -> [UdevDevice] {
-        guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
+    func enumeratedByLibudev(subsystems: [String] = []) throws(SystemCallError) -> [UdevDevice] {
+        guard let context = udev_new() else { throw SystemCallError("udev", operation: "udev_new", errno: errno) }
         defer { udev_unref(context) }
         guard let enumerate = udev_enumerate_new(context) else {
-            throw UdevError(operation: "udev_enumerate_new", errno: errno)
+            throw SystemCallError("udev", operation: "udev_enumerate_new", errno: errno)
         }
         defer { udev_enumerate_unref(enumerate) }
         for subsystem in subsystems {
             let result = udev_enumerate_add_match_subsystem(enumerate, subsystem)
             guard result >= 0 else {
-                throw UdevError(operation: "udev_enumerate_add_match_subsystem(\(subsystem))", errno: -result)
+                throw SystemCallError(
+                    "udev", operation: "udev_enumerate_add_match_subsystem(\(subsystem))", errno: -result)
             }
         }
         let scanned = udev_enumerate_scan_devices(enumerate)
-        guard scanned >= 0 else { throw UdevError(operation: "udev_enumerate_scan_devices", errno: -scanned) }
+        guard scanned >= 0 else {
+            throw SystemCallError("udev", operation: "udev_enumerate_scan_devices", errno: -scanned)
+        }
         var devices: [UdevDevice] = []
         var entry = udev_enumerate_get_list_entry(enumerate)
         while let current = entry {

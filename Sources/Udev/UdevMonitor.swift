@@ -1,5 +1,6 @@
 internal import CUdev
 import Locking
+public import SystemSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -18,25 +19,6 @@ public enum UdevSource: String, Sendable, Codable, CaseIterable {
     /// The concrete source `auto` stands for on this system now.
     public static func resolvedAuto() -> UdevSource {
         UdevdStatus.probe() == .running ? .udev : .kernel
-    }
-}
-
-/// Why udev could not be used.
-public struct UdevError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// The libudev call that failed.
-    public let operation: String
-    /// Its errno.
-    public let errno: Int32
-
-    /// An error of `operation` with `errno`.
-    public init(operation: String, errno: Int32) {
-        self.operation = operation
-        self.errno = errno
-    }
-
-    /// A sentence a person can act on.
-    public var description: String {
-        "udev: \(operation) failed: \(String(cString: strerror(errno))) (errno \(errno))"
     }
 }
 
@@ -86,7 +68,7 @@ public final class UdevMonitor: Sendable {
         source: UdevSource = .auto,
         subsystems: [String] = [],
         receiveBufferBytes: Int32 = 128 * 1024 * 1024
-    ) throws(UdevError) {
+    ) throws(SystemCallError) {
         let resolved = source == .auto ? UdevSource.resolvedAuto() : source
         let (handle, raised) = try MonitorHandle.receiving(
             source: resolved, subsystems: subsystems, receiveBufferBytes: receiveBufferBytes)
@@ -98,11 +80,11 @@ public final class UdevMonitor: Sendable {
     /// Listens to `source` (`udev` or `kernel`; `auto` resolves now) from now on, with the same subsystems and
     /// receive buffer. The monitor gets a new socket: ``fileDescriptor`` changes and the old socket is closed, so
     /// stop watching it first; events still queued on it are lost (re-read the devices after a switch).
-    public func switchSource(to source: UdevSource) throws(UdevError) {
+    public func switchSource(to source: UdevSource) throws(SystemCallError) {
         let resolved = source == .auto ? UdevSource.resolvedAuto() : source
-        let outcome: Result<MonitorHandle, UdevError> = handle.withLock { handle in
+        let outcome: Result<MonitorHandle, SystemCallError> = handle.withLock { handle in
             guard handle.source != resolved else { return .success(handle) }
-            let opened = Result { () throws(UdevError) in
+            let opened = Result { () throws(SystemCallError) in
                 try MonitorHandle.receiving(
                     source: resolved, subsystems: handle.subsystems, receiveBufferBytes: receiveBufferBytes
                 ).handle
@@ -117,23 +99,25 @@ public final class UdevMonitor: Sendable {
     }
 
     /// Listens to `subsystems` from now on (all when empty); events of others already queued may still arrive.
-    public func filter(subsystems: [String]) throws(UdevError) {
-        let outcome: Result<Void, UdevError> = handle.withLock { handle in
+    public func filter(subsystems: [String]) throws(SystemCallError) {
+        let outcome: Result<Void, SystemCallError> = handle.withLock { handle in
             guard handle.subsystems != subsystems else { return .success(()) }
-            return Result { () throws(UdevError) in try handle.filter(subsystems: subsystems, install: true) }
+            return Result { () throws(SystemCallError) in try handle.filter(subsystems: subsystems, install: true) }
         }
         try outcome.get()
     }
 
     /// Sets the socket's receive buffer (for tests that provoke an overflow with a small one).
-    public func setReceiveBuffer(bytes: Int32) throws(UdevError) {
+    public func setReceiveBuffer(bytes: Int32) throws(SystemCallError) {
         let result = handle.withLock { udev_monitor_set_receive_buffer_size($0.monitor, bytes) }
-        guard result >= 0 else { throw UdevError(operation: "udev_monitor_set_receive_buffer_size", errno: -result) }
+        guard result >= 0 else {
+            throw SystemCallError("udev", operation: "udev_monitor_set_receive_buffer_size", errno: -result)
+        }
     }
 
     /// Reads every event pending now, without blocking.
-    public func readAvailable() throws(UdevError) -> UdevBatch {
-        let outcome: Result<UdevBatch, UdevError> = handle.withLock { handle in
+    public func readAvailable() throws(SystemCallError) -> UdevBatch {
+        let outcome: Result<UdevBatch, SystemCallError> = handle.withLock { handle in
             var batch = UdevBatch()
             while true {
                 errno = 0
@@ -146,7 +130,7 @@ public final class UdevMonitor: Sendable {
                     case EINTR:
                         continue
                     default:
-                        return .failure(UdevError(operation: "udev_monitor_receive_device", errno: errno))
+                        return .failure(SystemCallError("udev", operation: "udev_monitor_receive_device", errno: errno))
                     }
                     continue
                 }
@@ -169,7 +153,7 @@ final class MonitorHandle {
     /// `receiveBufferBytes`.
     static func receiving(
         source: UdevSource, subsystems: [String], receiveBufferBytes: Int32
-    ) throws(UdevError)
+    ) throws(SystemCallError)
         -> (handle: MonitorHandle, raised: Bool)
     {
         let handle = try MonitorHandle(source: source)
@@ -179,34 +163,36 @@ final class MonitorHandle {
         let raised = udev_monitor_set_receive_buffer_size(handle.monitor, receiveBufferBytes) >= 0
         let enabled = udev_monitor_enable_receiving(handle.monitor)
         guard enabled >= 0 else {
-            throw UdevError(operation: "udev_monitor_enable_receiving", errno: -enabled)
+            throw SystemCallError("udev", operation: "udev_monitor_enable_receiving", errno: -enabled)
         }
         return (handle, raised)
     }
 
     /// Matches `subsystems` only; `install` applies the new filter to a monitor that is already receiving.
-    func filter(subsystems: [String], install: Bool) throws(UdevError) {
+    func filter(subsystems: [String], install: Bool) throws(SystemCallError) {
         udev_monitor_filter_remove(monitor)
         for subsystem in subsystems {
             let result = udev_monitor_filter_add_match_subsystem_devtype(monitor, subsystem, nil)
             guard result >= 0 else {
-                throw UdevError(
-                    operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
+                throw SystemCallError(
+                    "udev", operation: "udev_monitor_filter_add_match_subsystem_devtype(\(subsystem))", errno: -result)
             }
         }
         if install {
             let result = udev_monitor_filter_update(monitor)
-            guard result >= 0 else { throw UdevError(operation: "udev_monitor_filter_update", errno: -result) }
+            guard result >= 0 else {
+                throw SystemCallError("udev", operation: "udev_monitor_filter_update", errno: -result)
+            }
         }
         self.subsystems = subsystems
     }
 
-    init(source: UdevSource) throws(UdevError) {
-        guard let context = udev_new() else { throw UdevError(operation: "udev_new", errno: errno) }
+    init(source: UdevSource) throws(SystemCallError) {
+        guard let context = udev_new() else { throw SystemCallError("udev", operation: "udev_new", errno: errno) }
         guard let monitor = udev_monitor_new_from_netlink(context, source.rawValue) else {
             let code = errno
             udev_unref(context)
-            throw UdevError(operation: "udev_monitor_new_from_netlink(\(source.rawValue))", errno: code)
+            throw SystemCallError("udev", operation: "udev_monitor_new_from_netlink(\(source.rawValue))", errno: code)
         }
         self.context = context
         self.monitor = monitor

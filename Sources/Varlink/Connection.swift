@@ -1,5 +1,6 @@
 import Dispatch
 import Locking
+import SystemSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -104,9 +105,11 @@ final class Connection: @unchecked Sendable {
     private weak var server: VarlinkServer?
     private let queue: DispatchQueue
     private let limits: VarlinkLimits
+    /// The error a client that leaves too many replies unread is told.
+    private let clientTooSlow: String
     private var framing: VarlinkFraming
     private var output: [UInt8] = []
-    private var readSource: SourceBox?
+    private var readSource: DispatchSourceHandle?
     private var writeSource: (any DispatchSourceWrite)?
     private var isClosed = false
     /// Dispatch sources on `fd` whose cancellation has not completed. The descriptor is closed only when this is
@@ -129,6 +132,7 @@ final class Connection: @unchecked Sendable {
     private var lastActivity = Connection.monotonicNanoseconds()
 
     init(fd: Int32, peer: VarlinkPeer, server: VarlinkServer, queue: DispatchQueue, limits: VarlinkLimits) {
+        clientTooSlow = server.overloadErrors.clientTooSlow
         self.peer = peer
         self.fd = fd
         self.server = server
@@ -171,7 +175,7 @@ final class Connection: @unchecked Sendable {
         source.setEventHandler { [weak self] in self?.readAvailable() }
         watch(source)
         source.resume()
-        readSource = SourceBox(source)
+        readSource = DispatchSourceHandle(source)
     }
 
     private func readAvailable() {
@@ -251,8 +255,8 @@ final class Connection: @unchecked Sendable {
                 server?.say(
                     .warning, kind: "slow",
                     "Closed the control connection of \(peer): it left more than "
-                        + "\(limits.maximumPendingOutputBytes) bytes of replies unread (io.netdevd.ClientTooSlow)")
-                let error = VarlinkReply(parameters: [:], error: "io.netdevd.ClientTooSlow")
+                        + "\(limits.maximumPendingOutputBytes) bytes of replies unread (\(clientTooSlow))")
+                let error = VarlinkReply(parameters: [:], error: clientTooSlow)
                 // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
                 output += (try? VarlinkFraming.encode(error)) ?? []
                 closeWhenFlushed = true

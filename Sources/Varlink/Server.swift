@@ -1,6 +1,7 @@
 internal import CLinux
 import Dispatch
 import Locking
+import SystemSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +20,10 @@ public final class VarlinkServer: Sendable {
     let limits: VarlinkLimits
     /// `org.varlink.service.GetInfo`'s reply.
     let info: [String: JSONValue]
+    /// What a shed client is told.
+    let overloadErrors: VarlinkOverloadErrors
+    /// Who is out of descriptors when a connection is refused for want of one (the product's name).
+    private let product: String
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
     private let throttle = NoticeThrottle()
@@ -26,21 +31,22 @@ public final class VarlinkServer: Sendable {
     private let spare = Locked<Int32>(-1)
 
     private struct ServerState {
-        var source: SourceBox?
+        var source: DispatchSourceHandle?
         var connections: [ObjectIdentifier: Connection] = [:]
         /// Open connections per uid.
         var perUser: [UInt32: Int] = [:]
         /// Connections of users other than root.
         var nonRoot = 0
         /// Sweeps idle connections while any is open.
-        var sweeper: SourceBox?
+        var sweeper: DispatchSourceHandle?
         /// The sweeper's clock (a timerfd), armed while any connection is open; -1 without one.
         var sweepClock: Int32 = -1
         var sweeping = false
         var stopped = false
     }
 
-    /// Serves `interfaces` on the already listening socket `fileDescriptor` (socket activation).
+    /// Serves `interfaces` on the already listening socket `fileDescriptor` (socket activation). A shed client is
+    /// told `overloadErrors`, by default named after the first interface.
     public init(
         listening fileDescriptor: Int32,
         interfaces: [VarlinkInterface],
@@ -49,9 +55,13 @@ public final class VarlinkServer: Sendable {
         version: String,
         url: String,
         limits: VarlinkLimits = VarlinkLimits(),
+        overloadErrors: VarlinkOverloadErrors? = nil,
         notify: @escaping @Sendable (VarlinkNotice) -> Void = { _ in }
     ) {
         listener = fileDescriptor
+        self.product = product
+        self.overloadErrors =
+            overloadErrors ?? VarlinkOverloadErrors(interface: interfaces.first?.name ?? "org.varlink.service")
         self.limits = limits
         self.notify = notify
         var all = Dictionary(interfaces.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
@@ -67,13 +77,13 @@ public final class VarlinkServer: Sendable {
     /// Creates, binds (replacing a stale socket file) and listens on `path`, mode 0666.
     public static func listen(on path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw VarlinkSystemError(operation: "socket", errno: errno) }
+        guard fd >= 0 else { throw SystemCallError("varlink", operation: "socket", errno: errno) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw VarlinkSystemError(operation: "bind \(path) (path too long)", errno: ENAMETOOLONG)
+            throw SystemCallError("varlink", operation: "bind \(path) (path too long)", errno: ENAMETOOLONG)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (index, byte) in bytes.enumerated() { raw[index] = byte }
@@ -85,7 +95,7 @@ public final class VarlinkServer: Sendable {
             }
         }
         guard bound == 0, chmod(path, 0o666) == 0, Glibc.listen(fd, 64) == 0 else {
-            let error = VarlinkSystemError(operation: "bind/listen \(path)", errno: errno)
+            let error = SystemCallError("varlink", operation: "bind/listen \(path)", errno: errno)
             close(fd)
             throw error
         }
@@ -100,7 +110,7 @@ public final class VarlinkServer: Sendable {
         let source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
         source.setEventHandler { [weak self] in self?.acceptAll() }
         source.resume()
-        state.withLock { $0.source = SourceBox(source) }
+        state.withLock { $0.source = DispatchSourceHandle(source) }
     }
 
     /// Stops accepting and closes every connection.
@@ -149,7 +159,7 @@ public final class VarlinkServer: Sendable {
             let peer = Self.peerCredentials(of: fd)
             let connection = Connection(fd: fd, peer: peer, server: self, queue: queue, limits: limits)
             if let refusal = admit(connection) {
-                Self.refuse(fd, because: refusal)
+                refuse(fd, because: refusal)
                 say(.warning, kind: "refused", "Refused a control connection from \(peer): \(refusal)")
                 continue
             }
@@ -207,8 +217,8 @@ public final class VarlinkServer: Sendable {
         let fd = accept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
         if fd >= 0 {
             let peer = Self.peerCredentials(of: fd)
-            let problem = "netdevd is out of file descriptors (\(String(cString: strerror(reason))))"
-            Self.refuse(fd, because: problem)
+            let problem = "\(product) is out of file descriptors (\(String(cString: strerror(reason))))"
+            refuse(fd, because: problem)
             say(.error, kind: "accept", "Refused a control connection from \(peer): \(problem)")
         }
         let reopened = open("/dev/null", O_RDONLY | O_CLOEXEC)
@@ -216,11 +226,11 @@ public final class VarlinkServer: Sendable {
         return fd >= 0
     }
 
-    /// Answers whatever the client sends first with `io.netdevd.TooManyConnections` and `reason`, so it can say
-    /// why, and closes `fd` (best effort: the socket is new and empty, and AF_UNIX keeps what was sent readable
-    /// after the close).
-    private static func refuse(_ fd: Int32, because reason: String) {
-        let error = VarlinkReply(parameters: ["reason": .string(reason)], error: "io.netdevd.TooManyConnections")
+    /// Answers whatever the client sends first with the ``VarlinkOverloadErrors/tooManyConnections`` error and
+    /// `reason`, so it can say why, and closes `fd` (best effort: the socket is new and empty, and AF_UNIX keeps what
+    /// was sent readable after the close).
+    private func refuse(_ fd: Int32, because reason: String) {
+        let error = VarlinkReply(parameters: ["reason": .string(reason)], error: overloadErrors.tooManyConnections)
         // Dropping is right: a reply of two strings cannot fail to encode, and the close says the rest.
         if let bytes = try? VarlinkFraming.encode(error) {
             _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -252,7 +262,7 @@ public final class VarlinkServer: Sendable {
         source.setCancelHandler { _ = Glibc.close(clock) }
         state.withLock { state in
             state.sweepClock = clock
-            state.sweeper = SourceBox(source)
+            state.sweeper = DispatchSourceHandle(source)
         }
         source.resume()
     }
@@ -317,40 +327,5 @@ public final class VarlinkServer: Sendable {
             return VarlinkPeer(pid: 0, uid: UInt32.max, gid: UInt32.max)
         }
         return VarlinkPeer(pid: credentials.0, uid: credentials.1, gid: credentials.2)
-    }
-}
-
-/// A failed system call.
-public struct VarlinkSystemError: Error, CustomStringConvertible, Sendable {
-    /// What was attempted.
-    public let operation: String
-    /// The errno.
-    public let errno: Int32
-
-    /// `varlink: <operation>: <strerror>`.
-    public var description: String {
-        "varlink: \(operation): \(String(cString: strerror(errno)))"
-    }
-}
-
-/// A Dispatch source to cancel. `@unchecked Sendable`: dispatch_source_cancel is thread-safe and nothing else is
-/// done with the source after set-up.
-final class SourceBox: @unchecked Sendable {
-    let source: any DispatchSourceProtocol
-
-    init(_ source: any DispatchSourceProtocol) {
-        self.source = source
-    }
-
-    func cancel() {
-        source.cancel()
-    }
-
-    func suspend() {
-        source.suspend()
-    }
-
-    func resume() {
-        source.resume()
     }
 }

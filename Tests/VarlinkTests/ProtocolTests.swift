@@ -253,7 +253,7 @@ struct ProtocolTests {
         #expect(try VarlinkClient(path: server.path).call("org.example.test.Empty") == [:])
         let (text, closed) = slow.readToClose()
         #expect(closed)
-        #expect(text.contains("io.netdevd.ClientTooSlow"))
+        #expect(text.contains("org.example.test.ClientTooSlow"))
         #expect(server.ticks.all.first?.isCancelled == true)
     }
 
@@ -292,7 +292,7 @@ struct ProtocolTests {
             refused.write(#"{"method":"org.example.test.Empty"}"#)
             let (text, closed) = refused.readToClose()
             #expect(closed)
-            #expect(text.contains(#""error":"io.netdevd.TooManyConnections""#), "\(text)")
+            #expect(text.contains(#""error":"org.example.test.TooManyConnections""#), "\(text)")
             let reason =
                 getuid() == 0
                 ? "root already has 3 connections open (root's limit)"

@@ -9,20 +9,6 @@ public import Udev
 import Glibc
 #endif
 
-/// A Dispatch source owned by a subscription. `@unchecked Sendable`: libdispatch sources may be cancelled from
-/// any thread (dispatch_source_cancel is thread-safe), and nothing else is done with it after set-up.
-final class SourceHandle: @unchecked Sendable {
-    private let source: any DispatchSourceProtocol
-
-    init(_ source: any DispatchSourceProtocol) {
-        self.source = source
-    }
-
-    func cancel() {
-        source.cancel()
-    }
-}
-
 /// A report from an event source that is not an event for the session: a read error, a malformed message.
 public typealias SourceProblem = @Sendable (String) -> Void
 
@@ -113,45 +99,6 @@ public final class ReadableEventSource: EventSource {
     }
 }
 
-/// Gives the memory of a burst back to the system once netdevd has been quiet for a second: glibc keeps freed
-/// memory in its heap, so without this the RSS after a burst stays at the burst's peak. One timer, armed at the
-/// first activity after a quiet spell and re-armed at most once a second while activity goes on.
-///
-/// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
-/// and ``noteActivity()`` is called.
-public final class MemoryTrim: @unchecked Sendable {
-    private static let quiet: UInt64 = 1_000_000_000
-    private var timer: PollerTimer?
-    private var armed = false
-    /// When something last happened (``PollerTimer/now()``).
-    private var lastActivity: UInt64 = 0
-    /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
-    private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
-
-    /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
-    public init(queue: DispatchQueue) {
-        timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
-    }
-
-    /// Something was read. On the queue.
-    func noteActivity() {
-        lastActivity = PollerTimer.now()
-        guard !armed else { return }
-        armed = true
-        timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
-    }
-
-    private func fired() {
-        let due = lastActivity + Self.quiet
-        if PollerTimer.now() < due {
-            timer?.schedule(atUptimeNanoseconds: due)
-            return
-        }
-        armed = false
-        Self.trimQueue.async { malloc_trim(0) }
-    }
-}
-
 extension ReadableEventSource {
     /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
     public static func udev(
@@ -192,56 +139,6 @@ extension ReadableEventSource {
             if let linksAnnounced, batch.messages.contains(where: \.isLink) { linksAnnounced() }
             return batch.messages.flatMap(KernelValues.events) + (lost ? [.monitorOverflowed(source: .netlink)] : [])
         }
-    }
-}
-
-/// SIGTERM, SIGINT and SIGHUP as session events. They must be blocked in every thread (``Daemon/run()`` blocks
-/// them before anything starts), so that none takes its default action and each waits, pending, until read here.
-public final class SignalEventSource: EventSource {
-    private let queue: DispatchQueue
-
-    /// Signals handled on `queue`.
-    public init(queue: DispatchQueue) {
-        self.queue = queue
-    }
-
-    /// Starts handling the signals.
-    public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        // The signals are blocked in every thread since ProcessSetup.prepare(), so they stay pending until read here
-        // (libdispatch reads them with signalfd), including those that arrived during start-up. Setting SIG_IGN now
-        // would discard those.
-        let handles = [(SIGTERM, Signal.terminate), (SIGINT, .interrupt), (SIGHUP, .hangUp)].map { number, signal in
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { consumer(.signalReceived(signal)) }
-            source.resume()
-            return SourceHandle(source)
-        }
-        return AnonymousDisposable {
-            for handle in handles { handle.cancel() }
-        }
-    }
-}
-
-/// A `watchdogTick` every half of the watchdog interval, so a wedged loop stops pinging systemd.
-public final class WatchdogEventSource: EventSource {
-    private let intervalMicroseconds: UInt64
-    private let queue: DispatchQueue
-
-    /// Ticks every `intervalMicroseconds / 2` on `queue`.
-    public init(intervalMicroseconds: UInt64, queue: DispatchQueue) {
-        self.intervalMicroseconds = intervalMicroseconds
-        self.queue = queue
-    }
-
-    /// Starts ticking.
-    public func subscribe(consumer: @escaping Consumer<Event>) -> any Disposable {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        let half = DispatchTimeInterval.microseconds(Int(clamping: intervalMicroseconds / 2))
-        timer.schedule(deadline: .now(), repeating: half)
-        timer.setEventHandler { consumer(.watchdogTick) }
-        timer.resume()
-        let handle = SourceHandle(timer)
-        return AnonymousDisposable { handle.cancel() }
     }
 }
 

@@ -6,6 +6,7 @@ import NetdevSession
 import NetdevWire
 import Netlink
 public import Syslog
+import SystemSupport
 public import Systemd
 public import Udev
 import Varlink
@@ -305,13 +306,13 @@ public final class Daemon: Sendable {
     }
 
     #if DEBUG
-    private func blockLoopOnSIGUSR1() -> SourceHandle {
+    private func blockLoopOnSIGUSR1() -> DispatchSourceHandle {
         signal(SIGUSR1, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: signalQueue)
         let loopQueue = self.loopQueue
         source.setEventHandler { loopQueue.async { sleep(3) } }
         source.resume()
-        return SourceHandle(source)
+        return DispatchSourceHandle(source)
     }
     #endif
 

@@ -2,11 +2,12 @@ import Dispatch
 import Locking
 import MobiusCore
 import NetdevSession
+import SystemSupport
 
 /// The session's timers: one Dispatch timer per ``TimerID``; starting one that runs restarts it.
 final class Timers: Sendable {
     private let queue: DispatchQueue
-    private let running = Locked<[TimerID: SourceHandle]>([:])
+    private let running = Locked<[TimerID: DispatchSourceHandle]>([:])
 
     init(queue: DispatchQueue) {
         self.queue = queue
@@ -15,7 +16,7 @@ final class Timers: Sendable {
     func start(_ id: TimerID, milliseconds: Int, fire: @escaping @Sendable (TimerID) -> Void) {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + .milliseconds(milliseconds))
-        let handle = SourceHandle(timer)
+        let handle = DispatchSourceHandle(timer)
         timer.setEventHandler { [weak self] in
             let current = self?.running.withLock { running -> Bool in
                 guard running[id] === handle else { return false }

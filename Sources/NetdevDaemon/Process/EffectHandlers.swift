@@ -4,6 +4,7 @@ import MobiusCore
 import NetdevSession
 import Netlink
 import Syslog
+import SystemSupport
 import Udev
 
 /// The session's effects, carried out: an ``EffectRouter`` with one route per kind of effect. Blocking work
@@ -89,11 +90,12 @@ struct EffectHandlers: Sendable {
     private static let udevEnumerationQueue = DispatchQueue(label: "netdevd.udev-enumeration")
 
     static func enumerate(generation: Int, subsystems: [String]) -> Event {
-        let devices = Locked<Result<[UdevDevice], UdevError>>(.success([]))
+        let devices = Locked<Result<[UdevDevice], SystemCallError>>(.success([]))
         let enumerated = DispatchGroup()
         if !subsystems.isEmpty {
             udevEnumerationQueue.async(group: enumerated) {
-                let result = Result { () throws(UdevError) in try UdevEnumerator().devices(subsystems: subsystems) }
+                let result = Result { () throws(SystemCallError) in try UdevEnumerator().devices(subsystems: subsystems)
+                }
                 devices.withLock { $0 = result }
             }
         }

@@ -1,0 +1,49 @@
+internal import CLinux
+public import Dispatch
+import MobiusCore
+import NetdevSession
+import Netlink
+import Udev
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Gives the memory of a burst back to the system once netdevd has been quiet for a second: glibc keeps freed
+/// memory in its heap, so without this the RSS after a burst stays at the burst's peak. One timer, armed at the
+/// first activity after a quiet spell and re-armed at most once a second while activity goes on.
+///
+/// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
+/// and ``noteActivity()`` is called.
+public final class MemoryTrim: @unchecked Sendable {
+    private static let quiet: UInt64 = 1_000_000_000
+    private var timer: PollerTimer?
+    private var armed = false
+    /// When something last happened (``PollerTimer/now()``).
+    private var lastActivity: UInt64 = 0
+    /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
+    private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
+
+    /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
+    public init(queue: DispatchQueue) {
+        timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
+    }
+
+    /// Something was read. On the queue.
+    func noteActivity() {
+        lastActivity = PollerTimer.now()
+        guard !armed else { return }
+        armed = true
+        timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
+    }
+
+    private func fired() {
+        let due = lastActivity + Self.quiet
+        if PollerTimer.now() < due {
+            timer?.schedule(atUptimeNanoseconds: due)
+            return
+        }
+        armed = false
+        Self.trimQueue.async { malloc_trim(0) }
+    }
+}
