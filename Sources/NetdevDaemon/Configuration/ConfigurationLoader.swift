@@ -1,6 +1,7 @@
 import CommandOptions
 public import NetdevSession
 import NetdevWire
+import Syslog
 
 #if canImport(Glibc)
 import Glibc
@@ -325,4 +326,23 @@ private struct Builder {
 /// The known name closest to `name` (case-insensitive edit distance at most 3), for "did you mean".
 func closest(_ name: String, in candidates: [String]) -> String? {
     closestName(to: name, among: candidates, maximumDistance: 3)
+}
+
+extension ConfigurationLoader {
+    /// The configuration netdevd starts with: its warnings said, or, when it cannot be read, its errors and what to
+    /// do about them said and `nil` (netdevd then exits with ``Daemon/configurationUnreadable``).
+    func loadAtStart(say: (LogPriority, String) -> Void) -> Configuration? {
+        switch load() {
+        case .loaded(let configuration, let warnings):
+            for warning in warnings { say(.warning, warning.description) }
+            return configuration
+        case .rejected(let errors):
+            for error in errors { say(.error, error.description) }
+            say(
+                .error,
+                "netdevd cannot start: its configuration cannot be read (above); fix it, check it with "
+                    + "'netdevd --check-config', then start netdevd again (systemd does not retry: exit 78)")
+            return nil
+        }
+    }
 }

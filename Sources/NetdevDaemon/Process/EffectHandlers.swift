@@ -13,20 +13,23 @@ import Udev
 struct EffectHandlers: Sendable {
     let router: EffectRouter<Effect, Event>
     private let notifyQueue = DispatchQueue(label: "netdevd.notify")
-    private let journal: JournalQueue
+    private let journal: JournalSink
 
     /// Waits until every journal entry and notification queued so far has been sent.
     func drain() {
-        journal.drain()
+        journal.queue.drain()
         notifyQueue.sync {}
     }
 
+    /// Handlers reading `configurationFile`, filtering `monitor`, starting `hooks`, running `timers`, writing to
+    /// `journal`, counting in `metrics`, and ending the daemon with `exit`.
     init(
-        daemon: Daemon, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, journal: JournalQueue,
-        ioQueue: DispatchQueue, metrics: MetricsRecorder
+        configurationFile: String, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, journal: JournalSink,
+        metrics: MetricsRecorder, exit: @escaping @Sendable (Int32) -> Void
     ) {
-        let configurationFile = daemon.options.configurationFile
         let notifyQueue = notifyQueue
+        let ioQueue = DispatchQueue(label: "netdevd.io")
+        let serviceNotifications = ServiceNotifications()
         self.journal = journal
         let timerConnection = AnyConnectable<(TimerID, milliseconds: Int), Event> { consumer in
             Connection(
@@ -40,7 +43,7 @@ struct EffectHandlers: Sendable {
         let networkdQueue = DispatchQueue(label: "netdevd.networkd-states")
         let networkdStates = AnyConnectable<Bool, Event> { consumer in
             let watcher = NetworkdStateWatcher(
-                queue: networkdQueue, problem: { text in daemon.log(.warning, text) }, send: { consumer($0) })
+                queue: networkdQueue, problem: { text in journal.post(.warning, text) }, send: { consumer($0) })
             return Connection(
                 acceptClosure: { on in networkdQueue.async { on ? watcher.start() : watcher.stop() } },
                 disposeClosure: { networkdQueue.async { watcher.stop() } }
@@ -52,17 +55,18 @@ struct EffectHandlers: Sendable {
                 do {
                     try monitor.filter(subsystems: subsystems)
                 } catch {
-                    daemon.log(.warning, "The udev monitor keeps its old subsystem filter: \(error)")
+                    journal.post(.warning, "The udev monitor keeps its old subsystem filter: \(error)")
                 }
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
             // The journal on its own queue too: a send blocks while journald's socket is full.
             // The session made only the entries the journal's level keeps.
-            .routeEffects(withParameters: \.logEntry).to { entry in journal.append(entry) }
+            .routeEffects(withParameters: \.logEntry).to { entry in journal.queue.append(entry) }
             .routeEffects(withParameters: \.activity).to { activity in metrics.note(activity) }
             // Its own serial queue: a notification waits up to 5 s while the manager's queue is full; the loop must not.
             .routeEffects(withParameters: \.notifications).on(queue: notifyQueue).to { notifications in
-                daemon.notify(notifications)
+                // Said at once: this queue may block, and what it says must not wait behind the stop's drain.
+                serviceNotifications.send(notifications, log: journal.say)
             }
             .routeEffects(equalTo: .loadConfiguration).on(queue: ioQueue).toEvent { _ in
                 switch ConfigurationLoader(mainFile: configurationFile).load() {
@@ -82,7 +86,7 @@ struct EffectHandlers: Sendable {
             .routeEffects(withParameters: \.cancelledHookRuns).to { ids in hooks.cancel(ids) }
             .routeEffects(withParameters: \.timerStart).to(timerConnection)
             .routeEffects(withParameters: \.cancelledTimer).to { id in timers.cancel(id) }
-            .routeEffects(withParameters: \.exitStatus).to { status in daemon.exit(status: status) }
+            .routeEffects(withParameters: \.exitStatus).to { status in exit(status) }
     }
 
     /// The netlink dump (links, then addresses, then routes) and the udev enumeration run at the same time: the
