@@ -124,7 +124,7 @@ benchmark: deps
 
 # The load harness (Benchmarks/Daemon/load.py): the release netdevd, linked as the package links it, in a throw-away
 # namespace with its own udevd and journald, through a 500-veth-pair create and delete burst; prints every figure
-# of README's table. As root. LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --json FILE).
+# of docs/PERFORMANCE.md's table. As root. LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --json FILE).
 # As debian/rules links it: the Swift runtime, libstdc++ (through a linker script naming the static library,
 # found first on -L) and libgcc linked statically.
 STATIC_CXX = $(CURDIR)/.build/static-cxx
@@ -147,7 +147,7 @@ benchmark-dispatchers: deps
 
 # The parts netdevd writes itself against the libraries they stand in for (JSONCoding against FoundationEssentials'
 # coders, CommandOptions against swift-argument-parser): time, stripped size, private memory, help and errors, in
-# one run (Benchmarks/HandWritten/compare.sh), built as the package builds netdevd. README's "What we write
+# one run (Benchmarks/HandWritten/compare.sh), built as the package builds netdevd. docs/PERFORMANCE.md's "What we write
 # ourselves, and why" holds its figures.
 benchmark-handwritten: deps $(STATIC_CXX)/libstdc++.so
 	Benchmarks/HandWritten/compare.sh $(RELEASE_FLAGS)

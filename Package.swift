@@ -91,7 +91,8 @@ let package = Package(
         .target(
             name: "NetdevSession",
             dependencies: [
-                "MobiusCore", "Syslog", .product(name: "HashTreeCollections", package: "swift-collections"),
+                "MobiusCore", "NetdevWire", "Syslog",
+                .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
             swiftSettings: strict
         ),
@@ -113,7 +114,7 @@ let package = Package(
         .target(
             name: "NetdevctlCommands",
             dependencies: [
-                "NetdevWire", "NetdevSession", "Varlink", "JSONCoding", "Locking", "CommandOptions", "Syslog", "Systemd",
+                "NetdevWire", "Varlink", "JSONCoding", "Locking", "CommandOptions", "Syslog", "Systemd",
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,4 @@
 import CommandOptions
-import NetdevSession
 import NetdevWire
 import Varlink
 
@@ -190,63 +189,5 @@ struct Monitor: NetdevctlCommand {
             lines.append("\(device.subsystem) device \(device.sysname) removed (\(device.syspath))")
         }
         return lines
-    }
-}
-
-/// What `netdevctl monitor` shows: links and devices whose names (or device paths) match one of the globs (all
-/// without one), devices of the given subsystems (all without one; links are subsystem `net`), or only links or
-/// only devices.
-struct MonitorFilter: Sendable {
-    var patterns: [String] = []
-    var subsystems: [String] = []
-    var links = true
-    var devices = true
-
-    func admits(_ link: LinkReport) -> Bool {
-        links && (subsystems.isEmpty || subsystems.contains("net"))
-            && (patterns.isEmpty || patterns.contains { Glob.matches($0, link.name) })
-    }
-
-    func admits(_ device: DeviceReport) -> Bool {
-        devices && (subsystems.isEmpty || subsystems.contains(device.subsystem))
-            && (patterns.isEmpty
-                || patterns.contains { Glob.matches($0, device.sysname) || Glob.matches($0, device.syspath) })
-    }
-
-    /// `state` with only the links and devices this filter admits (no devices at all with `--links-only`).
-    func apply(_ state: StateReport) -> StateReport {
-        var state = state
-        state.links = state.links.filter(admits)
-        state.devices = devices ? state.devices?.filter(admits) : nil
-        return state
-    }
-}
-
-/// The daemon's state rebuilt from `io.netdevd.Monitor` replies: the first carries the whole state, each later one
-/// what changed. A change whose sequence does not follow the last one is an error, never a silent gap.
-struct MonitorReplies {
-    private(set) var state: StateReport?
-
-    /// Applies `reply`; returns the state after it. A reply this netdevctl does not understand is an error, not
-    /// skipped: skipping it would show a state that is not netdevd's.
-    mutating func apply(_ reply: [String: JSONValue]) throws(CommandFailure) -> StateReport {
-        if let first = reply["state"] {
-            let decoded = try decode(first, as: StateReport.self, what: "state")
-            state = decoded
-            return decoded
-        }
-        guard let current = state else {
-            throw CommandFailure(
-                status: 1, message: "netdevctl: netdevd's first Monitor reply has no state (a change came first)")
-        }
-        let change = try decode(reply["change"], as: ChangeReport.self, what: "change")
-        guard change.sequence == current.sequence + 1 else {
-            throw CommandFailure(
-                status: 1,
-                message: "netdevctl: netdevd's changes skipped from \(current.sequence) to \(change.sequence)")
-        }
-        let next = current.applying(change)
-        state = next
-        return next
     }
 }

@@ -1,5 +1,4 @@
 import CommandOptions
-import NetdevSession
 import NetdevWire
 import Varlink
 

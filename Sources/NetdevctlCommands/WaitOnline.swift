@@ -1,7 +1,6 @@
 import CommandOptions
 import Dispatch
 import Locking
-import NetdevSession
 import NetdevWire
 import Varlink
 

@@ -24,7 +24,7 @@ public enum ListenFDs {
     /// The descriptors passed to this process, with their names; empty when none were, when they were meant for
     /// another process, or when what was said cannot be trusted (a count larger than the descriptors open, a name
     /// list of another length). The environment variables are unset afterwards, so children do not inherit them,
-    /// and each descriptor is made close-on-exec: not inherited by the hooks netdevd starts.
+    /// and each descriptor is made close-on-exec: not inherited by the processes the service starts.
     public static func take() -> [ListenFD] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)

@@ -1,3 +1,6 @@
+// Recording: `--record FILE` (`EventRecorder`: the configuration and every processed event as JSON lines) and
+// `--replay FILE` (`Recording`, read back here, and `OfflineReplay`, run through the session offline).
+
 import JSONCoding
 public import NetdevSession
 import NetdevWire

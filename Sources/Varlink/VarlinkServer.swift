@@ -201,8 +201,8 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Accepts one waiting connection on the descriptor held in reserve, answers it with the reason and closes it:
-    /// out of descriptors, a connection left in the listen queue keeps the listener readable (netdevd would spin on
-    /// it) and its client waiting for good. Returns whether one was shed. (Not a timed pause: a Dispatch timer made
+    /// out of descriptors, a connection left in the listen queue keeps the listener readable (the server would spin
+    /// on it) and its client waiting for good. Returns whether one was shed. (Not a timed pause: a Dispatch timer made
     /// then may need a descriptor of its own, and in CI one never fired.)
     private func shedOneConnection(reason: Int32) -> Bool {
         var reserve = spare.withLock { spare -> Int32 in
@@ -277,7 +277,7 @@ public final class VarlinkServer: Sendable {
 
     /// Closes connections idle past the limit, those whose client has read none of their replies for as long, and
     /// those whose client left while they were not being read; every quarter of the limit, for as long as any
-    /// connection is open (an idle netdevd has no connection, and its sweeper's clock is disarmed).
+    /// connection is open (an idle server has no connection, and its sweeper's clock is disarmed).
     private func sweepIdleConnections() {
         let now = Connection.monotonicNanoseconds()
         let (connections, idleClock) = state.withLock { state -> ([Connection], Int32) in

@@ -1,29 +1,9 @@
-/// Who is at the other end of a connection (SO_PEERCRED).
-public struct VarlinkPeer: Sendable, Equatable, CustomStringConvertible {
-    /// The peer's process id.
-    public var pid: Int32
-    /// The peer's user id.
-    public var uid: UInt32
-    /// The peer's group id.
-    public var gid: UInt32
-
-    /// A peer with these credentials (the server reads them with `SO_PEERCRED`).
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    /// `pid 123 (uid 1000)`.
-    public var description: String { "pid \(pid) (uid \(uid))" }
-}
-
 /// One Varlink interface served: its name, its description in Varlink's interface definition language, and its
 /// methods by member name.
 public struct VarlinkInterface: Sendable {
-    /// `io.netdevd`.
+    /// `org.example.service`.
     public var name: String
-    /// The interface definition (`interface io.netdevd ...`).
+    /// The interface definition (`interface org.example.service ...`).
     public var description: String
     /// The methods, by member name (`GetState`).
     public var methods: [String: VarlinkMethod]

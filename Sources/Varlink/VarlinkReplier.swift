@@ -1,0 +1,97 @@
+import Dispatch
+import Locking
+import SystemSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Answers one call: replies go back in order (through the server's queue to a connection, or to the caller of
+/// ``VarlinkServer/answer(_:from:replies:)`` on the thread that replies). For a call with `more`, reply with
+/// `continues: true` as often as needed and once without; ``isCancelled`` turns true (and ``onCancel(_:)`` runs)
+/// when the client goes away or was too slow.
+public final class VarlinkReplier: Sendable {
+    /// Takes each reply message (NUL-terminated) and whether more follow: to a connection, or to an in-process
+    /// caller (``VarlinkServer/answer(_:from:replies:)``).
+    private let deliver: @Sendable (VarlinkReplier, _ message: [UInt8], _ continues: Bool) -> Void
+    /// A struct, not a tuple: a tuple (or a bare closure) kept in a generic ``Locked`` is stored at the generic
+    /// parameter's abstraction, so every `withLock` would wrap the closure in two more reabstraction thunks on its
+    /// way in and out: a monitor's replier, locked once per reply, grew a chain of them (about 120 bytes a reply)
+    /// that overflowed the stack when the handler finally ran.
+    private struct State {
+        var finished = false
+        var cancelled = false
+        var onCancel: (@Sendable () -> Void)?
+    }
+
+    private let state = Locked(State())
+    /// The call being answered.
+    public let call: VarlinkCall
+
+    init(call: VarlinkCall, deliver: @escaping @Sendable (VarlinkReplier, [UInt8], Bool) -> Void) {
+        self.call = call
+        self.deliver = deliver
+    }
+
+    /// `true` once the client is gone; later replies are dropped.
+    public var isCancelled: Bool {
+        state.withLock { $0.cancelled }
+    }
+
+    /// Runs `handler` once the client is gone (at once if it already is).
+    public func onCancel(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.cancelled { return true }
+            state.onCancel = handler
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Sends a reply; without `continues` it is the last.
+    public func reply(_ parameters: [String: JSONValue], continues: Bool = false) {
+        send(VarlinkReply(parameters: parameters, continues: continues && call.more))
+    }
+
+    /// Sends a reply whose parameters are already JSON text (an object), so one encoding serves many clients.
+    public func reply(encodedParameters: [UInt8], continues: Bool = false) {
+        let last = !(continues && call.more)
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished && !state.cancelled else { return false }
+            if last { state.finished = true }
+            return true
+        }
+        guard accepted else { return }
+        let message =
+            Array((last ? #"{"parameters":"# : #"{"continues":true,"parameters":"#).utf8)
+            + encodedParameters + Array("}".utf8) + [0]
+        deliver(self, message, !last)
+    }
+
+    /// Sends an error, which is always the last reply.
+    public func error(_ name: String, _ parameters: [String: JSONValue] = [:]) {
+        send(VarlinkReply(parameters: parameters, error: name))
+    }
+
+    private func send(_ reply: VarlinkReply) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished && !state.cancelled else { return false }
+            if !reply.continues { state.finished = true }
+            return true
+        }
+        guard accepted else { return }
+        // Parameters of JSON values always encode (no floats that JSON lacks reach a JSONValue); were one ever not
+        // to, nothing is sent but the call still ends, so the connection goes on with the next.
+        deliver(self, (try? VarlinkFraming.encode(reply)) ?? [], reply.continues)
+    }
+
+    func cancel() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            guard !state.cancelled else { return nil }
+            state.cancelled = true
+            defer { state.onCancel = nil }
+            return state.onCancel
+        }
+        handler?()
+    }
+}
