@@ -1,4 +1,4 @@
-// The README's example, compiled and run, so that what a reader copies works.
+// The example in docs/MOBIUS.md, compiled and run, so that what a reader copies works.
 
 import MobiusCasePaths
 import MobiusCore
