@@ -25,7 +25,7 @@ let counterUpdate = Update<Counter, CounterEvent, CounterEffect> { model, event 
 }
 
 /// Collects the failures an assertion reports instead of failing the test.
-private final class Failures: Sendable {
+final class Failures: Sendable {
     private let messages = Mutex<[String]>([])
 
     var record: AssertionFailure {
@@ -66,7 +66,7 @@ struct SpecTests {
         #expect(failures.all.isEmpty)
     }
 
-    @Test("every failing predicate is reported, with a readable model diff")
+    @Test("every failing predicate is reported, in the order given, with a line diff of the models")
     func failing() {
         let failures = Failures()
         UpdateSpec(counterUpdate)
@@ -82,14 +82,26 @@ struct SpecTests {
                     failFunction: failures.record
                 )
             )
-        let all = failures.all
-        #expect(all.count == 5)
-        #expect(all.first?.hasPrefix("Different model than expected (−), got (+):") == true)
-        #expect(all.first?.contains("− ") == true && all.first?.contains("+ ") == true)
-        #expect(all.first?.contains("value: 5") == true && all.first?.contains("value: 2") == true)
-        #expect(all.first?.contains("  ") == true && all.first?.contains("label") == true)
-        #expect(all[1] == "Expected no effects, got [MobiusTestTests.CounterEffect.save(2)]")
-        #expect(all[3].contains("missing [MobiusTestTests.CounterEffect.beep], unexpected []"))
+        #expect(
+            failures.all == [
+                lines(
+                    "Different final model than expected (−), got (+): ",
+                    "\(shared)   ▿ MobiusTestTests.Counter",
+                    "−     - value: 5",
+                    "+     - value: 2",
+                    "\(shared)     - label: \"counter\""
+                ),
+                "Expected no effects. Got: <[MobiusTestTests.CounterEffect.save(2)]>",
+                lines(
+                    "Different effects than expected (−), got (+): ",
+                    "\(shared)   ▿ 1 element",
+                    "−     - MobiusTestTests.CounterEffect.beep",
+                    "+     ▿ MobiusTestTests.CounterEffect.save",
+                    "+       - save: 2"
+                ),
+                "Missing 1 expected effect (−):\n−   - MobiusTestTests.CounterEffect.beep",
+                "Expected final Next to have no model. Got: <Counter(value: 2, label: \"counter\")>",
+            ])
     }
 
     @Test("thenEachStep asserts every intermediate step, and the number of steps")
@@ -140,7 +152,7 @@ struct SpecTests {
         withKnownIssue {
             UpdateSpec(counterUpdate).given(Counter()).when(.increment).then(assertThatNext(hasNoEffects()))
         } matching: { issue in
-            issue.comments.contains { $0.rawValue.contains("Expected no effects") }
+            issue.comments.contains { $0.rawValue.contains("Expected no effects. Got: <") }
         }
     }
 }
