@@ -39,7 +39,8 @@ enum Fixture {
         let next = Session.update(
             model,
             .enumerated(
-                generation: model.enumerationGeneration, snapshot: Snapshot(links: [loopback] + links, devices: devices))
+                generation: model.enumerationGeneration, snapshot: Snapshot(links: [loopback] + links, devices: devices)
+            )
         )
         model = next.model!
         return model

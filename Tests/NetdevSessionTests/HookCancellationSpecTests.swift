@@ -17,7 +17,9 @@ struct HookCancellationSpecTests {
         let added = Fixture.deviceRun(1, .deviceAdded, sda, online: .offline)
         store.send(
             .deviceChanged(sda, action: "add"),
-            effects: [Fixture.log(.info, .deviceAdded, "block device sda added", Fixture.fields(sda)), .runHooks(added)]
+            effects: [
+                Fixture.log(.info, .deviceAdded, "block device sda added", Fixture.fields(sda)), .runHooks(added),
+            ]
         ) {
             $0.devices[sda.syspath] = sda
             $0.startNew(added)
@@ -150,7 +152,10 @@ struct HookCancellationSpecTests {
         let status = "3 links (0 routable), 0 devices; offline"
         store.send(
             .configurationLoaded(shorter, warnings: []),
-            effects: [Fixture.log(.notice, .reloaded, "Configuration reloaded: \(status)"), .notify([.ready, .status(status)])]
+            effects: [
+                Fixture.log(.notice, .reloaded, "Configuration reloaded: \(status)"),
+                .notify([.ready, .status(status)]),
+            ]
         ) {
             $0.configuration = shorter
             $0.phase = .running

@@ -144,7 +144,9 @@ struct HookSchedulingSpecTests {
         var store = SessionStore(Fixture.running([Self.noCarrier], configuration: configuration))
         let timer = Effect.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)
         let activity = Effect.noteActivity([.linkStateChanged(index: 2)])
-        store.send(.linkChanged(Self.carrier.state), effects: [Self.changed(Self.carrier, from: .noCarrier), timer, activity]) {
+        store.send(
+            .linkChanged(Self.carrier.state), effects: [Self.changed(Self.carrier, from: .noCarrier), timer, activity]
+        ) {
             $0.links[2] = Self.carrier
             $0.debouncing = [.link(index: 2): .noCarrier]
             $0.changeSequence += 1
@@ -167,13 +169,16 @@ struct HookSchedulingSpecTests {
         var store = SessionStore(Fixture.running([Self.noCarrier], configuration: configuration))
         let timer = Effect.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)
         let activity = Effect.noteActivity([.linkStateChanged(index: 2)])
-        store.send(.linkChanged(Self.carrier.state), effects: [Self.changed(Self.carrier, from: .noCarrier), timer, activity]) {
+        store.send(
+            .linkChanged(Self.carrier.state), effects: [Self.changed(Self.carrier, from: .noCarrier), timer, activity]
+        ) {
             $0.links[2] = Self.carrier
             $0.debouncing = [.link(index: 2): .noCarrier]
             $0.changeSequence += 1
         }
         store.send(
-            .linkChanged(Self.noCarrier.state), effects: [Self.changed(Self.noCarrier, from: .carrier), timer, activity]
+            .linkChanged(Self.noCarrier.state),
+            effects: [Self.changed(Self.noCarrier, from: .carrier), timer, activity]
         ) {
             $0.links[2] = Self.noCarrier
             $0.changeSequence += 1
@@ -192,7 +197,8 @@ struct HookSchedulingSpecTests {
         store.send(
             .linkChanged(Self.carrier.state),
             effects: [
-                Self.changed(Self.carrier, from: .noCarrier), .runHooks(first), .noteActivity([.linkStateChanged(index: 2)]),
+                Self.changed(Self.carrier, from: .noCarrier), .runHooks(first),
+                .noteActivity([.linkStateChanged(index: 2)]),
             ]
         ) {
             $0.links[2] = Self.carrier

@@ -213,7 +213,10 @@ struct LifecycleSpecTests {
             effects: [
                 Fixture.log(
                     .warning, .configurationWarning, "/etc/netdevd/netdevd.conf:3: unknown key 'X'; ignored",
-                    [LogField("NETDEVD_CONFIG_FILE", "/etc/netdevd/netdevd.conf"), LogField("NETDEVD_CONFIG_LINE", "3")]
+                    [
+                        LogField("NETDEVD_CONFIG_FILE", "/etc/netdevd/netdevd.conf"),
+                        LogField("NETDEVD_CONFIG_LINE", "3"),
+                    ]
                 ),
                 Fixture.log(.notice, .reloaded, "Configuration reloaded: \(status)"),
                 .notify([.ready, .status(status)]),

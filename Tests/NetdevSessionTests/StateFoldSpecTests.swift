@@ -28,7 +28,8 @@ struct StateFoldSpecTests {
         store.send(
             Fixture.succeeded(added),
             effects: [
-                Fixture.log(.debug, .hookRunFinished, "Hooks for link-added eth1 ran: 0 hooks in 0 ms", Fixture.fields(added))
+                Fixture.log(
+                    .debug, .hookRunFinished, "Hooks for link-added eth1 ran: 0 hooks in 0 ms", Fixture.fields(added))
             ]
         ) { $0.hooks.running = [:] }
         let off = Link(state: Fixture.state(3, "eth1", up: false))
@@ -87,7 +88,8 @@ struct StateFoldSpecTests {
         store.send(
             .addressAdded(index: 2, Fixture.v4),
             effects: [
-                Fixture.log(.info, .addressAdded, "eth0: address 192.0.2.10/24 added", Fixture.fields(routable) + address),
+                Fixture.log(
+                    .info, .addressAdded, "eth0: address 192.0.2.10/24 added", Fixture.fields(routable) + address),
                 Fixture.log(
                     .info, .linkStateChanged, "eth0: carrier → routable",
                     Fixture.fields(routable) + [LogField("NETDEVD_PREV_OPER_STATE", "carrier")]),
@@ -122,7 +124,8 @@ struct StateFoldSpecTests {
             .defaultRouteRemoved(index: 2, route),
             effects: [
                 Fixture.log(
-                    .info, .routeRemoved, "eth0: default route via 192.0.2.1 removed", Fixture.fields(routable) + gateway)
+                    .info, .routeRemoved, "eth0: default route via 192.0.2.1 removed",
+                    Fixture.fields(routable) + gateway)
             ]
         ) {
             $0.links[2] = routable
@@ -161,7 +164,9 @@ struct StateFoldSpecTests {
         let added = Fixture.deviceRun(1, .deviceAdded, sda, online: .offline)
         store.send(
             .deviceChanged(sda, action: "add"),
-            effects: [Fixture.log(.info, .deviceAdded, "block device sda added", Fixture.fields(sda)), .runHooks(added)]
+            effects: [
+                Fixture.log(.info, .deviceAdded, "block device sda added", Fixture.fields(sda)), .runHooks(added),
+            ]
         ) {
             $0.devices[sda.syspath] = sda
             $0.startNew(added)
@@ -182,7 +187,9 @@ struct StateFoldSpecTests {
         let changed = Fixture.deviceRun(2, .deviceChanged, bound, online: .offline)
         store.send(
             .deviceChanged(bound, action: "bind"),
-            effects: [Fixture.log(.info, .deviceChanged, "block device sda: bind", Fixture.fields(bound)), .runHooks(changed)]
+            effects: [
+                Fixture.log(.info, .deviceChanged, "block device sda: bind", Fixture.fields(bound)), .runHooks(changed),
+            ]
         ) {
             $0.devices[sda.syspath] = bound
             $0.startNew(changed)

@@ -68,7 +68,8 @@ struct StopSpecTests {
             .signalReceived(.terminate),
             effects: [
                 Self.stopping,
-                Fixture.log(.notice, .stopping, "SIGTERM received; stopping, 1 running hook run sent SIGTERM", Self.phase),
+                Fixture.log(
+                    .notice, .stopping, "SIGTERM received; stopping, 1 running hook run sent SIGTERM", Self.phase),
                 .cancelHooks([1]),
                 .startTimer(.stopDeadline, milliseconds: 10_000),
             ]
@@ -88,7 +89,8 @@ struct StopSpecTests {
             .hookRunFinished(HookRunResult(runID: run.id, hooks: [killed])),
             effects: [
                 Fixture.log(
-                    .notice, .hookRunFailed, "Hooks for link-state eth0 stopped with netdevd: 50-slow: killed by signal 15",
+                    .notice, .hookRunFailed,
+                    "Hooks for link-state eth0 stopped with netdevd: 50-slow: killed by signal 15",
                     Fixture.fields(run)),
                 .cancelTimer(.stopDeadline),
                 Self.stopped,
@@ -109,7 +111,8 @@ struct StopSpecTests {
             .timerFired(.stopDeadline),
             effects: [
                 .cancelHooks([1]),
-                Fixture.log(.warning, .hookRunsCancelled, "Stop timeout passed; killed 1 hook run still running (SIGKILL)"),
+                Fixture.log(
+                    .warning, .hookRunsCancelled, "Stop timeout passed; killed 1 hook run still running (SIGKILL)"),
                 Self.stopped,
                 .exit(status: 0),
             ]
