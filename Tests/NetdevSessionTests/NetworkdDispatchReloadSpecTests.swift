@@ -33,7 +33,7 @@ extension NetworkdDispatchSpecTests {
             $0.dispatcher.told[5] = Self.told("unmanaged", "off")
             $0.dispatcher.nextRunID = 4
         }
-        store.send(.timerFired(.networkdWait(index: 5)), effects: [])
+        store.sendIgnored(.timerFired(.networkdWait(index: 5)))
         store.send(
             .monitorOverflowed(source: .netlink),
             effects: [

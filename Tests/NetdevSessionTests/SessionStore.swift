@@ -42,6 +42,19 @@ struct SessionStore {
     }
 }
 
+extension SessionStore {
+    /// Sends `event`, which must change nothing: no effects, and no model or the current one as it is (a published
+    /// model equal to the current one tells observers nothing new).
+    mutating func sendIgnored(_ event: Event, file: StaticString = #file, line: UInt = #line) {
+        let current = model
+        let unchanged: NextPredicate<Model, Effect> = { next in
+            next.model == nil ? .success : hasModel(current, file: file, line: line)(next)
+        }
+        let outcome = UpdateSpec(Session.loopUpdate).given(model).when([event], file: file, line: line)
+        outcome.then(assertThatNext(unchanged, hasNoEffects(file: file, line: line)))
+    }
+}
+
 /// The effects and hook runs a step is expected to make, spelled out as the documentation states them.
 extension Fixture {
     static let tracked = ["net", "block", "usb", "tty"]

@@ -24,9 +24,9 @@ struct StopSpecTests {
             $0.changeSequence += 1
         }
         store.sendWithoutModel(.watchdogTick)
-        store.send(.signalReceived(.interrupt), effects: [])
-        store.send(.signalReceived(.hangUp), effects: [])
-        store.send(.monitorOverflowed(source: .netlink), effects: [])
+        store.sendIgnored(.signalReceived(.interrupt))
+        store.sendIgnored(.signalReceived(.hangUp))
+        store.sendIgnored(.monitorOverflowed(source: .netlink))
     }
 
     @Test("SIGINT while enumerating stops at once; the late snapshot is ignored")
@@ -42,7 +42,7 @@ struct StopSpecTests {
             $0.phase = .stopped
             $0.changeSequence += 1
         }
-        store.send(.enumerated(generation: 1, snapshot: Snapshot(links: [Fixture.loopback], devices: [])), effects: [])
+        store.sendIgnored(.enumerated(generation: 1, snapshot: Snapshot(links: [Fixture.loopback], devices: [])))
     }
 
     /// A running session whose link eth0 came up, with that link-state run (id 1) running, then SIGTERM.
@@ -121,8 +121,8 @@ struct StopSpecTests {
             $0.hooks = HookQueue()
             $0.changeSequence += 1
         }
-        store.send(Fixture.succeeded(run), effects: [])
-        store.send(.timerFired(.stopDeadline), effects: [])
+        store.sendIgnored(Fixture.succeeded(run))
+        store.sendIgnored(.timerFired(.stopDeadline))
     }
 
     @Test("a second signal while stopping kills the running run (SIGKILL) and exits")
