@@ -30,14 +30,17 @@ enum Fixture {
         Link(state: state(index, name), addresses: addresses)
     }
 
-    /// A running session with these links (and loopback) and configuration, as after a finished start.
-    static func running(_ links: [Link] = [], configuration: Configuration = Configuration()) -> Model {
+    /// A running session with these links (and loopback), devices and configuration, as after a finished start.
+    static func running(
+        _ links: [Link] = [], devices: [Device] = [], configuration: Configuration = Configuration()
+    ) -> Model {
         var model = Model(configuration: configuration)
         model = Session.initiate(model).model
         let next = Session.update(
             model,
             .enumerated(
-                generation: model.enumerationGeneration, snapshot: Snapshot(links: [loopback] + links, devices: []))
+                generation: model.enumerationGeneration, snapshot: Snapshot(links: [loopback] + links, devices: devices)
+            )
         )
         model = next.model!
         return model
