@@ -8,25 +8,7 @@ import Testing
 extension NetworkdDispatchSpecTests {
     @Test("a link networkd never writes of runs as unmanaged after the wait; a resync runs what networkd changed")
     func waitThenResync() {
-        var store = Self.started()
-        store.send(.networkdStatesRead(running: true, administrative: [1: "unmanaged"]), effects: []) {
-            $0.dispatcher.networkdRunning = true
-            $0.dispatcher.administrative = [1: "unmanaged"]
-        }
-        let off = Link(state: Fixture.state(5, "veth1", up: false))
-        let added = Fixture.linkRun(1, .linkAdded, off, online: .offline)
-        store.send(
-            .linkChanged(off.state),
-            effects: [
-                .runHooks(added), .startTimer(.networkdWait(index: 5), milliseconds: 5_000),
-                .noteActivity([.linkAdded(index: 5)]),
-            ]
-        ) {
-            $0.links[5] = off
-            $0.startNew(added)
-            $0.dispatcher.awaitingNetworkd = [5: ["off"]]
-            $0.changeSequence += 1
-        }
+        var (store, off, _) = Self.awaitingNetworkd()
         store.send(.timerFired(.networkdWait(index: 5)), effects: [Self.dispatched(3, "off", off, "unmanaged", "off")])
         {
             $0.dispatcher.awaitingNetworkd = [:]

@@ -41,6 +41,31 @@ struct NetworkdDispatchSpecTests {
 
     /// A running session with the compatibility on and networkd's states read (networkd not running): loopback
     /// ran its start (runs 1 and 2).
+    /// Started with networkd running, then veth1 (index 5) added down: its hooks run (run 1) and it waits for
+    /// networkd's state file. The store, the link and its hook run.
+    static func awaitingNetworkd() -> (store: SessionStore, off: Link, added: HookRun) {
+        var store = Self.started()
+        store.send(.networkdStatesRead(running: true, administrative: [1: "unmanaged"]), effects: []) {
+            $0.dispatcher.networkdRunning = true
+            $0.dispatcher.administrative = [1: "unmanaged"]
+        }
+        let off = Link(state: Fixture.state(5, "veth1", up: false))
+        let added = Fixture.linkRun(1, .linkAdded, off, online: .offline)
+        store.send(
+            .linkChanged(off.state),
+            effects: [
+                .runHooks(added), .startTimer(.networkdWait(index: 5), milliseconds: 5_000),
+                .noteActivity([.linkAdded(index: 5)]),
+            ]
+        ) {
+            $0.links[5] = off
+            $0.startNew(added)
+            $0.dispatcher.awaitingNetworkd = [5: ["off"]]
+            $0.changeSequence += 1
+        }
+        return (store, off, added)
+    }
+
     static func started() -> SessionStore {
         var model = Fixture.running(configuration: configuration)
         model.maximumLogPriority = .notice
@@ -197,25 +222,7 @@ struct NetworkdDispatchSpecTests {
 
     @Test("while networkd runs a new link waits for its state file, then runs the administrative states it passed")
     func lifeWithNetworkd() {
-        var store = Self.started()
-        store.send(.networkdStatesRead(running: true, administrative: [1: "unmanaged"]), effects: []) {
-            $0.dispatcher.networkdRunning = true
-            $0.dispatcher.administrative = [1: "unmanaged"]
-        }
-        let off = Link(state: Fixture.state(5, "veth1", up: false))
-        let added = Fixture.linkRun(1, .linkAdded, off, online: .offline)
-        store.send(
-            .linkChanged(off.state),
-            effects: [
-                .runHooks(added), .startTimer(.networkdWait(index: 5), milliseconds: 5_000),
-                .noteActivity([.linkAdded(index: 5)]),
-            ]
-        ) {
-            $0.links[5] = off
-            $0.startNew(added)
-            $0.dispatcher.awaitingNetworkd = [5: ["off"]]
-            $0.changeSequence += 1
-        }
+        var (store, off, _) = Self.awaitingNetworkd()
         store.send(
             .networkdStateChanged(index: 5, administrative: "unmanaged"),
             effects: [

@@ -1,9 +1,5 @@
 internal import CLinux
 public import Dispatch
-import MobiusCore
-import NetdevSession
-import Netlink
-import Udev
 
 #if canImport(Glibc)
 import Glibc

@@ -2,9 +2,7 @@ internal import CLinux
 public import Dispatch
 public import MobiusCore
 public import NetdevSession
-import Netlink
 import SystemSupport
-import Udev
 
 #if canImport(Glibc)
 import Glibc
