@@ -233,8 +233,9 @@ extension Transition {
                 activity.append(.linkRemoved(index: index))
                 log(ignored ? .debug : .info, .linkRemoved, "\(old.name): removed", linkFields(old))
                 if hooks && !ignored {
-                    model.debouncing[.link(index: index)] = nil
-                    enqueueLinkRun(old, event: .linkRemoved, previousState: old.operationalState)
+                    // A change held for the debounce was never told: the hooks last saw the state before it.
+                    let told = model.debouncing.removeValue(forKey: .link(index: index)) ?? old.operationalState
+                    enqueueLinkRun(old, event: .linkRemoved, previousState: told)
                 }
                 dispatchRemoved(old)
             case (let old?, let link?):
@@ -347,12 +348,24 @@ extension Transition {
         if hooks { enqueueDeviceMove(device, from: old) }
     }
 
-    /// The state held for the debounce interval: run the hooks if it differs from the state before the burst.
+    /// The state held for the debounce interval: run the hooks if it differs from the state before the burst. While
+    /// the state is being read again (lost events), the decision waits for another interval: the snapshot will show
+    /// no change for what the model already holds, so a change held now would otherwise never be told.
     mutating func debounceExpired(_ subject: HookSubject) {
-        guard let before = model.debouncing.removeValue(forKey: subject) else { return }
-        guard model.phase == .running || model.phase == .reloading,
-            case .link(let index) = subject, let link = model.links[index], link.operationalState != before
-        else { return }
+        guard let before = model.debouncing[subject] else { return }
+        switch model.phase {
+        case .resyncing, .enumerating:
+            effects.append(.startTimer(.debounce(subject), milliseconds: model.configuration.debounceMilliseconds))
+            return
+        case .running, .reloading:
+            model.debouncing[subject] = nil
+        case .starting, .stopping, .stopped:
+            model.debouncing[subject] = nil
+            return
+        }
+        guard case .link(let index) = subject, let link = model.links[index], link.operationalState != before else {
+            return
+        }
         enqueueLinkRun(link, event: .linkState, previousState: before)
     }
 
