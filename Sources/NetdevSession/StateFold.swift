@@ -349,13 +349,15 @@ extension Transition {
     }
 
     /// The state held for the debounce interval: run the hooks if it differs from the state before the burst. While
-    /// the state is being read again (lost events), the decision waits for another interval: the snapshot will show
-    /// no change for what the model already holds, so a change held now would otherwise never be told.
+    /// the state is being read again (lost events), the decision waits for another interval, a second at least (a
+    /// reload may have set the debounce to 0 meanwhile): the snapshot will show no change for what the model already
+    /// holds, so a change held now would otherwise never be told.
     mutating func debounceExpired(_ subject: HookSubject) {
         guard let before = model.debouncing[subject] else { return }
         switch model.phase {
         case .resyncing, .enumerating:
-            effects.append(.startTimer(.debounce(subject), milliseconds: model.configuration.debounceMilliseconds))
+            let wait = max(model.configuration.debounceMilliseconds, 1_000)
+            effects.append(.startTimer(.debounce(subject), milliseconds: wait))
             return
         case .running, .reloading:
             model.debouncing[subject] = nil

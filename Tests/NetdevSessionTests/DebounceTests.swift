@@ -56,4 +56,14 @@ struct DebounceTests {
         let late = Session.update(try #require(removed.model), .timerFired(.debounce(.link(index: 2))))
         #expect(late.effects.isEmpty)
     }
+
+    @Test("a debounce set to 0 by a reload while a change is held waits a second during a resync, never 0 ms")
+    func noSpinDuringResync() throws {
+        var model = Fixture.running([Self.noCarrier], configuration: Self.configuration)
+        model = try #require(Session.update(model, .linkChanged(Self.carrier.state)).model)
+        model = try #require(Session.update(model, .monitorOverflowed(source: .udev)).model)
+        model.configuration.debounceMilliseconds = 0
+        let fired = Session.update(model, .timerFired(.debounce(.link(index: 2))))
+        #expect(fired.effects == [.startTimer(.debounce(.link(index: 2)), milliseconds: 1_000)])
+    }
 }

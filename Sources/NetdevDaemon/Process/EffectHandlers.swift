@@ -43,7 +43,7 @@ struct EffectHandlers: Sendable {
         let networkdQueue = DispatchQueue(label: "netdevd.networkd-states")
         let networkdStates = AnyConnectable<Bool, Event> { consumer in
             let watcher = NetworkdStateWatcher(
-                queue: networkdQueue, problem: { text in journal.post(.warning, text) }, send: { consumer($0) })
+                queue: networkdQueue, problem: { text in journal.say(.warning, text) }, send: { consumer($0) })
             return Connection(
                 acceptClosure: { on in networkdQueue.async { on ? watcher.start() : watcher.stop() } },
                 disposeClosure: { networkdQueue.async { watcher.stop() } }
@@ -55,7 +55,7 @@ struct EffectHandlers: Sendable {
                 do {
                     try monitor.filter(subsystems: subsystems)
                 } catch {
-                    journal.post(.warning, "The udev monitor keeps its old subsystem filter: \(error)")
+                    journal.say(.warning, "The udev monitor keeps its old subsystem filter: \(error)")
                 }
                 return Self.enumerate(generation: generation, subsystems: subsystems)
             }
