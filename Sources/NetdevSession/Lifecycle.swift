@@ -25,6 +25,7 @@ extension Transition {
         model.isEnumerated = true
         if wasResync {
             announceChanges(from: previous, hooks: true)
+            resumeDebounces()
             dispatchAfterResync()
             log(
                 .notice, .resynced, "Re-read the state after lost events: \(statusLine)",

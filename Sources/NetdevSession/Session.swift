@@ -104,22 +104,24 @@ struct Transition {
     /// holds): `next` then publishes no model.
     var unchanged = false
 
-    /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change.
+    /// `.next` with the changed model and effects, bumping the change sequence when clients would see a change. Ends
+    /// the step: the activity joins the effects in place (a copy of the effects here was an allocation per event).
     var next: Next<Model, Effect> {
-        var effects = self.effects
-        if !activity.isEmpty {
-            effects.append(.noteActivity(activity))
+        mutating get {
+            if !activity.isEmpty {
+                effects.append(.noteActivity(activity))
+                activity = []
+            }
+            if unchanged {
+                return effects.isEmpty ? .noChange : .dispatchEffects(effects)
+            }
+            if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore
+                || model.counters.staleHookRunsDropped != droppedBefore
+            {
+                model.changeSequence = sequenceBefore + 1
+            }
+            return .next(model, effects: effects)
         }
-        if unchanged {
-            return effects.isEmpty ? .noChange : .dispatchEffects(effects)
-        }
-        var model = self.model
-        if stateTouched || model.phase != phaseBefore || model.configuration != configurationBefore
-            || model.counters.staleHookRunsDropped != droppedBefore
-        {
-            model.changeSequence = sequenceBefore + 1
-        }
-        return .next(model, effects: effects)
     }
 
     /// Adds a journal entry when ``makes(_:)`` says so.

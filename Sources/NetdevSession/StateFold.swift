@@ -349,15 +349,12 @@ extension Transition {
     }
 
     /// The state held for the debounce interval: run the hooks if it differs from the state before the burst. While
-    /// the state is being read again (lost events), the decision waits for another interval, a second at least (a
-    /// reload may have set the debounce to 0 meanwhile): the snapshot will show no change for what the model already
-    /// holds, so a change held now would otherwise never be told.
+    /// the state is being read again (lost events) nothing is decided: the change stays held, and the resync's end
+    /// takes it up (``resumeDebounces()``).
     mutating func debounceExpired(_ subject: HookSubject) {
         guard let before = model.debouncing[subject] else { return }
         switch model.phase {
         case .resyncing, .enumerating:
-            let wait = max(model.configuration.debounceMilliseconds, 1_000)
-            effects.append(.startTimer(.debounce(subject), milliseconds: wait))
             return
         case .running, .reloading:
             model.debouncing[subject] = nil
@@ -369,6 +366,21 @@ extension Transition {
             return
         }
         enqueueLinkRun(link, event: .linkState, previousState: before)
+    }
+
+    /// At the end of a resync, the changes held through it: decided now when the debounce is off (a reload may
+    /// have turned it off meanwhile), otherwise a full interval from now, as for a change just seen (a timer that
+    /// fired during the resync decided nothing). A subject the snapshot changed again has its timer restarted already.
+    mutating func resumeDebounces() {
+        let interval = model.configuration.debounceMilliseconds
+        for subject in model.debouncing.keys.sorted(by: { $0.description < $1.description }) {
+            if interval == 0 {
+                debounceExpired(subject)
+            } else {
+                let restart = Effect.startTimer(.debounce(subject), milliseconds: interval)
+                if !effects.contains(restart) { effects.append(restart) }
+            }
+        }
     }
 
     func linkFields(_ link: Link) -> [LogField] {

@@ -23,7 +23,7 @@ struct DebounceTests {
         #expect(model.phase == .resyncing)
 
         let early = Session.update(model, .timerFired(.debounce(.link(index: 2))))
-        #expect(early.effects == [.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)])
+        #expect(early.effects.isEmpty, "nothing is decided while the state is read again")
         #expect(early.model == nil || early.model?.debouncing == [.link(index: 2): .noCarrier])
         model = early.model ?? model
 
@@ -32,6 +32,7 @@ struct DebounceTests {
         model = try #require(read.model)
         #expect(model.phase == .running)
         #expect(Fixture.runs(read.effects).isEmpty, "the snapshot shows no change for what the model holds")
+        #expect(read.effects.contains(.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)))
 
         let held = Session.update(model, .timerFired(.debounce(.link(index: 2))))
         let runs = Fixture.runs(held.effects)
@@ -57,13 +58,19 @@ struct DebounceTests {
         #expect(late.effects.isEmpty)
     }
 
-    @Test("a debounce set to 0 by a reload while a change is held waits a second during a resync, never 0 ms")
-    func noSpinDuringResync() throws {
+    @Test("a debounce turned off by a reload during a resync decides the held change when the state is in")
+    func turnedOffDuringResync() throws {
         var model = Fixture.running([Self.noCarrier], configuration: Self.configuration)
         model = try #require(Session.update(model, .linkChanged(Self.carrier.state)).model)
         model = try #require(Session.update(model, .monitorOverflowed(source: .udev)).model)
         model.configuration.debounceMilliseconds = 0
         let fired = Session.update(model, .timerFired(.debounce(.link(index: 2))))
-        #expect(fired.effects == [.startTimer(.debounce(.link(index: 2)), milliseconds: 1_000)])
+        #expect(fired.effects.isEmpty)
+        model = fired.model ?? model
+        let snapshot = Snapshot(links: [Fixture.loopback, Self.carrier], devices: [])
+        let read = Session.update(model, .enumerated(generation: model.enumerationGeneration, snapshot: snapshot))
+        #expect(Fixture.runs(read.effects).map(\.event) == [.linkState])
+        #expect(!read.effects.contains { if case .startTimer(.debounce, _) = $0 { true } else { false } })
+        #expect(read.model?.debouncing == [:])
     }
 }
