@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import KernelTestSupport
 import Locking
 import NetdevSession
 import Testing
@@ -11,6 +12,36 @@ struct NetworkdDispatcherTests {
     func script(_ path: String, mode: Int = 0o755) {
         #expect(FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n".utf8)))
         #expect(chmod(path, mode_t(mode)) == 0)
+    }
+
+    @Test(
+        "netdevd's reused listing follows every change of the state directories: a script added, made unsafe, removed, a directory made",
+        .enabled(if: getuid() == 0, "needs root: scripts must be owned by root:root"))
+    func listingsFollowChanges() throws {
+        try withTemporaryDirectory("netdevd-dispatcher-listings") { root in
+            let etc = root + "/etc"
+            let lib = root + "/lib"
+            try FileManager.default.createDirectory(atPath: etc + "/routable.d", withIntermediateDirectories: true)
+            #expect(chmod(etc + "/routable.d", 0o755) == 0)
+            let listings = DispatcherScriptListings()
+            func scripts() -> [String] { listings.scripts(of: "routable", in: [etc, lib]).scripts }
+            #expect(scripts() == [])
+            script(etc + "/routable.d/10-a")
+            #expect(scripts() == [etc + "/routable.d/10-a"])
+            #expect(scripts() == DispatcherScripts.scripts(of: "routable", in: [etc, lib]).scripts)
+            #expect(chmod(etc + "/routable.d/10-a", 0o775) == 0)
+            #expect(scripts() == [])
+            #expect(chmod(etc + "/routable.d/10-a", 0o755) == 0)
+            #expect(scripts() == [etc + "/routable.d/10-a"])
+            // A directory that did not exist, made: its parent was watched for it.
+            try FileManager.default.createDirectory(atPath: lib + "/routable.d", withIntermediateDirectories: true)
+            #expect(chmod(lib + "/routable.d", 0o755) == 0)
+            script(lib + "/routable.d/20-b")
+            #expect(scripts() == [etc + "/routable.d/10-a", lib + "/routable.d/20-b"])
+            #expect(unlink(etc + "/routable.d/10-a") == 0)
+            #expect(scripts() == [lib + "/routable.d/20-b"])
+            #expect(listings.scripts(of: "../routable", in: [etc]) == DispatcherScripts.Listing())
+        }
     }
 
     @Test(
@@ -246,12 +277,12 @@ struct NetworkdDispatcherExecutorTests {
                             directories: [root], parallelism: 2))
                 }
             }
-            var lines: [Substring] = []
-            for _ in 0..<500 {
-                lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
-                if lines.count >= 25 { break }
-                usleep(20_000)
+            // The log does not exist until the first script ran: read as empty until then.
+            func lines() -> [Substring] {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n")
             }
+            #expect(waitUntil(timeout: 10) { lines().count >= 25 })
+            let lines = lines()
             #expect(lines.count == 25)
             for index in 2...6 {
                 let ran = lines.filter { $0.hasPrefix("veth\(index) ") }.map { String($0.split(separator: " ")[1]) }

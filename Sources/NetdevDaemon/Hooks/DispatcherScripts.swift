@@ -9,8 +9,9 @@ import Glibc
 /// fails the check in one directory is looked for in the next. A name that is no regular file anywhere (a
 /// directory, a symlink to `/dev/null`) does not run: networkd-dispatcher has no masking.
 ///
-/// Read on every run, as networkd-dispatcher does; a directory that does not exist costs one failed `opendir`.
-/// Both netdevd (to know what to start) and the hook runner (to start only what this finds) use it.
+/// The hook runner reads it before every start, as networkd-dispatcher does (a directory that does not exist costs
+/// one failed `opendir`), to start only what this finds; netdevd reads it through ``DispatcherScriptListings``, which
+/// reuses a listing while the directories do not change.
 enum DispatcherScripts {
     /// The states networkd-dispatcher knows, administrative and operational: the only directories it runs.
     static let states: Set<String> = [

@@ -17,6 +17,8 @@ final class NetworkdDispatcher: @unchecked Sendable {
     static let eventPrefix = "networkd-dispatcher/"
 
     private let runner: HookRunner
+    /// The state directories' listings, reused while they do not change.
+    private let listings = DispatcherScriptListings()
     /// Each link's runs not yet started, oldest first.
     private var waiting: [Int32: [DispatcherRun]] = [:]
     /// Links with runs waiting and none running, in the order they became so, from `readyStart` on (taken from the
@@ -81,7 +83,7 @@ final class NetworkdDispatcher: @unchecked Sendable {
                 droppedSinceSaid = 0
             }
             running.insert(index)
-            let listing = DispatcherScripts.scripts(of: run.state, in: run.directories)
+            let listing = listings.scripts(of: run.state, in: run.directories)
             say(listing.refused)
             runScripts(listing.scripts[...], of: run) { [self] in
                 running.remove(index)
