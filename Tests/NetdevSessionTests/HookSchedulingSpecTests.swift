@@ -138,8 +138,9 @@ struct HookSchedulingSpecTests {
         }
     }
 
-    @Test("with a debounce, every change is logged and restarts the timer; hooks run once for the state that held")
-    func debounce() {
+    /// A 2 s debounce, and eth0 gone from no-carrier to carrier: the change is held. The store, and the timer and
+    /// activity effects every further change of eth0 makes.
+    static func heldCarrier() -> (store: SessionStore, timer: Effect, activity: Effect) {
         let configuration = Configuration(debounceMilliseconds: 2_000)
         var store = SessionStore(Fixture.running([Self.noCarrier], configuration: configuration))
         let timer = Effect.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)
@@ -151,6 +152,12 @@ struct HookSchedulingSpecTests {
             $0.debouncing = [.link(index: 2): .noCarrier]
             $0.changeSequence += 1
         }
+        return (store, timer, activity)
+    }
+
+    @Test("with a debounce, every change is logged and restarts the timer; hooks run once for the state that held")
+    func debounce() {
+        var (store, timer, activity) = Self.heldCarrier()
         store.send(.linkChanged(Self.off.state), effects: [Self.changed(Self.off, from: .carrier), timer, activity]) {
             $0.links[2] = Self.off
             $0.changeSequence += 1
@@ -165,17 +172,7 @@ struct HookSchedulingSpecTests {
 
     @Test("a link that flaps back to where it was before the debounce runs no hook")
     func debounceBackToStart() {
-        let configuration = Configuration(debounceMilliseconds: 2_000)
-        var store = SessionStore(Fixture.running([Self.noCarrier], configuration: configuration))
-        let timer = Effect.startTimer(.debounce(.link(index: 2)), milliseconds: 2_000)
-        let activity = Effect.noteActivity([.linkStateChanged(index: 2)])
-        store.send(
-            .linkChanged(Self.carrier.state), effects: [Self.changed(Self.carrier, from: .noCarrier), timer, activity]
-        ) {
-            $0.links[2] = Self.carrier
-            $0.debouncing = [.link(index: 2): .noCarrier]
-            $0.changeSequence += 1
-        }
+        var (store, timer, activity) = Self.heldCarrier()
         store.send(
             .linkChanged(Self.noCarrier.state),
             effects: [Self.changed(Self.noCarrier, from: .carrier), timer, activity]

@@ -122,13 +122,7 @@ struct LifecycleSpecTests {
         var store = SessionStore(Fixture.running([Self.eth0]))
         store.send(
             .monitorOverflowed(source: .udev),
-            effects: [
-                Fixture.log(
-                    .warning, .resyncStarted, "The udev monitor lost events; re-reading links and devices",
-                    [LogField("NETDEVD_MONITOR", "udev"), LogField("NETDEVD_RESYNCS", "1")]),
-                .enumerate(generation: 2, subsystems: Fixture.tracked),
-                .noteActivity([.eventsLost(source: .udev)]),
-            ]
+            effects: Fixture.lostEvents(.udev, resyncs: 1, generation: 2)
         ) {
             $0.phase = .resyncing
             $0.counters.resyncs = 1
@@ -140,13 +134,7 @@ struct LifecycleSpecTests {
         }
         store.send(
             .monitorOverflowed(source: .netlink),
-            effects: [
-                Fixture.log(
-                    .warning, .resyncStarted, "The netlink monitor lost events; re-reading links and devices",
-                    [LogField("NETDEVD_MONITOR", "netlink"), LogField("NETDEVD_RESYNCS", "2")]),
-                .enumerate(generation: 3, subsystems: Fixture.tracked),
-                .noteActivity([.eventsLost(source: .netlink)]),
-            ]
+            effects: Fixture.lostEvents(.netlink, resyncs: 2, generation: 3)
         ) {
             $0.counters.resyncs = 2
             $0.enumerationGeneration = 3

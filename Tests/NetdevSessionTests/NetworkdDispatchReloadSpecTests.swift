@@ -18,13 +18,7 @@ extension NetworkdDispatchSpecTests {
         store.sendIgnored(.timerFired(.networkdWait(index: 5)))
         store.send(
             .monitorOverflowed(source: .netlink),
-            effects: [
-                Fixture.log(
-                    .warning, .resyncStarted, "The netlink monitor lost events; re-reading links and devices",
-                    [LogField("NETDEVD_MONITOR", "netlink"), LogField("NETDEVD_RESYNCS", "1")]),
-                .enumerate(generation: 2, subsystems: Fixture.tracked),
-                .noteActivity([.eventsLost(source: .netlink)]),
-            ]
+            effects: Fixture.lostEvents(.netlink, resyncs: 1, generation: 2)
         ) {
             $0.phase = .resyncing
             $0.counters.resyncs = 1

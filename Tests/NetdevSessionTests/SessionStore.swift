@@ -59,6 +59,17 @@ extension SessionStore {
 extension Fixture {
     static let tracked = ["net", "block", "usb", "tty"]
 
+    /// The effects of `source` losing events: the warning, the re-reading at `generation`, and the count.
+    static func lostEvents(_ source: MonitorSource, resyncs: Int, generation: Int) -> [Effect] {
+        [
+            log(
+                .warning, .resyncStarted, "The \(source.rawValue) monitor lost events; re-reading links and devices",
+                [LogField("NETDEVD_MONITOR", source.rawValue), LogField("NETDEVD_RESYNCS", String(resyncs))]),
+            .enumerate(generation: generation, subsystems: tracked),
+            .noteActivity([.eventsLost(source: source)]),
+        ]
+    }
+
     /// A journal entry.
     static func log(
         _ priority: LogPriority, _ kind: MessageKind, _ message: String, _ fields: [LogField] = []
