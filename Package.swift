@@ -63,7 +63,7 @@ let package = Package(
         .target(
             name: "MobiusTest",
             dependencies: [
-                "MobiusCore",
+                "MobiusCore", "Locking",
                 .product(name: "IssueReporting", package: "xctest-dynamic-overlay"),
                 // Lets IssueReporting reach Swift Testing and XCTest, whichever runs the test.
                 .product(name: "IssueReportingTestSupport", package: "xctest-dynamic-overlay"),
@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "Syslog", swiftSettings: strict),
         .target(
             name: "Systemd",
-            dependencies: ["CSystemd", "Syslog", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CSystemd", "Locking", "Syslog", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         // What the Linux adapters share: the error of a refused system call, a Dispatch source kept to cancel.

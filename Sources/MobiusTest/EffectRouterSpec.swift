@@ -1,5 +1,5 @@
+import Locking
 public import MobiusCore
-import Synchronization
 
 /// A given-when-then test of an `EffectRouter`: given this router, when these effects are routed, these events come
 /// back.
@@ -78,7 +78,7 @@ public func expectSideEffects<Event>(
 
 /// The events a router's handlers sent, from whichever thread they sent them.
 private final class ReceivedEvents<Event: Sendable>: Sendable {
-    private let events = Mutex<[Event]>([])
+    private let events = Locked<[Event]>([])
 
     func append(_ event: Event) {
         events.withLock { $0.append(event) }

@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 #if canImport(Glibc)
 import Glibc
@@ -7,7 +7,8 @@ import Glibc
 /// A ``Journal`` whose failures never reach the caller and are never silent. The first failure is written on standard
 /// error (prefixed with the journal's identifier; later ones are not, so a broken journal does not flood a terminal).
 /// Entries that fail are counted, and the first entry the journal takes again is followed by a warning saying how
-/// many were lost and the last reason (journald restarted, say). Safe to use from any thread.
+/// many were lost and the last reason (journald restarted, say). Safe to use from any thread: its counts are behind a
+/// ``Locked``.
 public final class ReportingJournal: Sendable {
     /// Where entries go.
     public let journal: Journal
@@ -21,7 +22,7 @@ public final class ReportingJournal: Sendable {
         var warned = false
     }
 
-    private let failures = Mutex(Failures())
+    private let failures = Locked(Failures())
 
     /// Sends to `journal`; `consequence` ends the warning about lost entries (what the reader should know, e.g.
     /// where the state can still be seen), or is left out when empty.
