@@ -123,8 +123,10 @@ benchmark: deps
 		--target MobiusBenchmarks --target SessionBenchmarks
 
 # The load harness (Benchmarks/Daemon/load.py): the release netdevd, linked as the package links it, in a throw-away
-# namespace with its own udevd and journald, through a 500-veth-pair create and delete burst; prints every figure
-# of docs/PERFORMANCE.md's table. As root. LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --json FILE).
+# namespace with its own udevd and journald, through a create and delete burst of LINKS links (veth pairs, one
+# ip -batch each; LINKS=20000 for a large host); prints every figure of docs/PERFORMANCE.md's table. As root.
+# LOAD_ARGS passes options (--idle-seconds 10, --rounds 2, --no-hooks, --monitors 10, --json FILE).
+LINKS ?= 1000
 # As debian/rules links it: the Swift runtime, libstdc++ (through a linker script naming the static library,
 # found first on -L) and libgcc linked statically.
 STATIC_CXX = $(CURDIR)/.build/static-cxx
@@ -136,7 +138,7 @@ $(STATIC_CXX)/libstdc++.so:
 
 benchmark-daemon: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
-	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd $(LOAD_ARGS)
+	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd --links $(LINKS) $(LOAD_ARGS)
 
 # Hook dispatchers side by side under systemd 252 in a container (netdevd with a link-state.d hook, Debian's
 # networkd-dispatcher, netdevd running networkd-dispatcher's scripts): PAIRS veth pairs, RUNS runs (as root).

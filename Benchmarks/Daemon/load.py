@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""netdevd's load harness: the 500-veth-pair burst, measured from outside, as an operator would.
+"""netdevd's load harness: a veth-pair burst (500 pairs, or --links), measured from outside, as an operator would.
 
 Runs inside Tests/Harness/in-netns.sh (a throw-away network namespace with a private udevd and journald); `make
 benchmark-daemon` builds the release binary and runs it there. It starts the release netdevd with a trivial hook,
-creates 500 veth pairs with one `ip -batch` (both ends raised), deletes them with another, and prints:
+creates --links / 2 veth pairs (1,000 links by default; `make benchmark-daemon LINKS=20000` for 20,000) with one
+`ip -batch` (both ends raised), deletes them with another, and prints:
 
   - netdevd's own CPU (utime+stime from /proc/PID/stat), its hook runner's (the child that starts hooks), and the
-    hooks' (cutime+cstime of netdevd and the runner) per burst;
-  - RSS idle, at 1,000 links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms); beside each
+    hooks' (cutime+cstime of netdevd and the runner) per burst; netdevd's CPU per event its loop took
+    (`netdevd_events_total`: the kernel's and udev's messages) and per link;
+  - with --monitors N, N `netdevctl monitor --json=short --changes` clients attached through the bursts, each
+    rebuilding the state from what it receives, compared with `netdevctl links` at the end of each burst;
+  - RSS idle, at the burst's links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms); beside each
     RSS, PSS, the private part (USS) and its dirty pages from /proc/PID/smaps_rollup;
-  - the time from `ip -batch` returning until `netdevctl links` lists all 1,000 links (and then none);
+  - the time from `ip -batch` returning until `netdevctl links` lists all the burst's links (and then none);
   - drift: netdevd's links and addresses against `ip -j link` and `ip -j addr` at the end of each phase;
-  - exec to READY=1 (sd_notify, on a socket of ours) with no links and with 1,000 links present;
-  - `netdevctl links` wall time at 1,000 links;
-  - the time until every link's hooks ran for its settled state, and how many of the 1,000 links and their
+  - exec to READY=1 (sd_notify, on a socket of ours) with no links and with the burst's links present;
+  - `netdevctl links` and `netdevctl links --json=short` wall time and netdevd's CPU per call at the burst's links;
+  - the time until every link's hooks ran for its settled state, and how many of the links and their
     net devices got their link-added / device-added (and, on delete, -removed) run;
   - journald's CPU and netdevd's journal entries per burst;
   - idle wake-ups (context switches of every thread) and threads started over --idle-seconds, before the
@@ -40,7 +44,17 @@ import threading
 import time
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-PAIRS = 500
+PAIRS = 500  # --links / 2
+
+
+def pair_name(i):
+    """The i-th pair's first end (`nb007a`; `nb00007a` above 1,000 pairs). The other end ends in b."""
+    return f"nb{i:0{max(3, len(str(PAIRS - 1)))}d}"
+
+
+def size(links=None):
+    """`1,000 links`: how big the burst is, for the figures' names."""
+    return f"{2 * PAIRS if links is None else links:,} links"
 UNIT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Packaging", "systemd",
                     "netdevd.service")
 
@@ -297,6 +311,101 @@ def links(ctl, socket_path):
     return json.loads(netdevctl(ctl, socket_path, "links", "--json=short"))
 
 
+def events_taken(ctl, socket_path):
+    """`netdevd_events_total`: the events netdevd's loop took (kernel and udev messages, timers, hook results)."""
+    for line in netdevctl(ctl, socket_path, "metrics").splitlines():
+        if line.startswith("netdevd_events_total "):
+            return int(float(line.split()[1]))
+    raise RuntimeError("netdevctl metrics has no netdevd_events_total")
+
+
+class MonitorClient:
+    """`netdevctl monitor --json=short --changes`: its first line is the state, each further line one change; the
+    state it rebuilds from them is what an operator's monitor holds. `ended` is netdevctl's exit and stderr if it
+    ended (a monitor netdevd cut off says io.netdevd.ClientTooSlow)."""
+
+    def __init__(self, ctl, socket_path):
+        self.process = subprocess.Popen(
+            [ctl, "--socket", socket_path, "monitor", "--json=short", "--changes"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.links = None
+        self.sequence = None
+        self.changes = 0
+        self.problems = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            reply = json.loads(line)
+            with self.lock:
+                if "state" in reply:
+                    state = reply["state"]
+                    self.links = {link["index"]: link for link in state["links"]}
+                    self.sequence = state["sequence"]
+                    continue
+                change = reply["change"]
+                if self.sequence is None or change["sequence"] != self.sequence + 1:
+                    self.problems.append(f"change {change['sequence']} after {self.sequence}")
+                self.sequence = change["sequence"]
+                self.changes += 1
+                for index in change.get("removedLinks", []):
+                    self.links.pop(index, None)
+                for link in change.get("links", []):
+                    self.links[link["index"]] = link
+
+    def wait_for_sequence(self, sequence, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.process.poll() is None:
+            with self.lock:
+                if self.sequence is not None and self.sequence >= sequence:
+                    return True
+            time.sleep(0.05)
+        return False
+
+    def differences(self, listed):
+        """How the rebuilt links differ from `listed` (netdevctl links --json=short)."""
+        with self.lock:
+            ours = self.links or {}
+            theirs = {link["index"]: link for link in listed}
+            return sum(1 for index in set(ours) | set(theirs) if ours.get(index) != theirs.get(index))
+
+    def ended(self):
+        if self.process.poll() is None:
+            return None
+        return f"exit {self.process.returncode}: {self.process.stderr.read().strip()[:200]}"
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait()
+
+
+def check_monitors(figures, label, monitors, ctl, socket_path):
+    """Each monitor's rebuilt state against ListLinks, once it has caught up with netdevd's sequence."""
+    if not monitors:
+        return
+    # GetState: the links and the sequence of one model.
+    state = json.loads(netdevctl(ctl, socket_path, "status", "--json=short"))
+    listed = state["links"]
+    behind, differing, cut, gaps = 0, 0, [], 0
+    for monitor in monitors:
+        if not monitor.wait_for_sequence(state["sequence"], 60):
+            if monitor.ended():
+                cut.append(monitor.ended())
+            else:
+                behind += 1
+            continue
+        differing += 1 if monitor.differences(listed) else 0
+        gaps += len(monitor.problems)
+    figures[f"{label}: monitors equal to netdevd's links / differing / behind / ended / sequence gaps"] = (
+        f"{len(monitors) - differing - behind - len(cut)} / {differing} / {behind} / {len(cut)} / {gaps}")
+    figures[f"{label}: changes each monitor received (median)"] = statistics.median(m.changes for m in monitors)
+    for reason in cut[:3]:
+        print(f"  monitor ended: {reason}", file=sys.stderr)
+
+
 def count_burst_links(ctl, socket_path, prefix):
     return sum(1 for link in links(ctl, socket_path) if link["name"].startswith(prefix))
 
@@ -469,25 +578,30 @@ def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald)
         "cpu": cpu, "children": children + runner_children, "runner": runner,
         "journald": sum(proc_stat(p)[0] for p in journald),
         "entries": journal_entries(daemon.pid), "switches": task_switches(daemon.pid),
+        "events": events_taken(ctl, daemon.socket_path),
     }
     sampler.reset()
     started = time.monotonic()
     subprocess.run(["ip", "-batch", batch], check=True)
     returned = time.monotonic()
     os.unlink(batch)
-    listed, polls = wait_for_links(ctl, daemon.socket_path, "nb", expected, returned)
+    listed, polls = wait_for_links(ctl, daemon.socket_path, "nb", expected, returned, timeout=max(120, PAIRS / 20))
     figures[f"{label}: ip -batch took (s)"] = round(returned - started, 3)
     figures[f"{label}: netdevctl links lists all, after ip -batch returned (s)"] = round(listed, 3)
     figures[f"{label}: netdevctl polls while waiting"] = polls
     return before, returned
 
 
-def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_label, problems):
+def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_label, problems, ctl):
     """What the burst cost since `before`: CPU, switches, journal, memory, and the drift found after it."""
     cpu, children = proc_stat(daemon.pid)
+    events = events_taken(ctl, daemon.socket_path) - before["events"]
     runner, runner_children = runner_stat(daemon.pid)
     children += runner_children
     figures[f"{label}: netdevd CPU (s)"] = round(cpu - before["cpu"], 2)
+    figures[f"{label}: events netdevd's loop took"] = events
+    figures[f"{label}: netdevd CPU per event (µs)"] = round((cpu - before["cpu"]) * 1e6 / max(events, 1), 1)
+    figures[f"{label}: netdevd CPU per link (µs)"] = round((cpu - before["cpu"]) * 1e6 / (2 * PAIRS), 1)
     figures[f"{label}: hook runner CPU (s)"] = round(runner - before["runner"], 2)
     switches = task_switches(daemon.pid)
     figures[f"{label}: netdevd context switches (threads that still exist)"] = sum(
@@ -513,6 +627,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--binary", required=True, help="the release netdevd")
     parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--links", type=int, default=1000, help="links in the burst (half as many veth pairs)")
+    parser.add_argument("--monitors", type=int, default=0,
+                        help="netdevctl monitor --json=short --changes clients attached through the bursts")
     parser.add_argument("--rounds", type=int, default=1, help="create/delete bursts in the same process")
     parser.add_argument("--json", help="also write the figures here")
     parser.add_argument("--record", help="netdevd --record FILE (costs CPU; for the replay benchmark's fixture)")
@@ -521,12 +638,14 @@ def main():
     parser.add_argument("--hook-event", help="put the hook in this event's own directory (link-state: link-state.d) "
                         "instead of hooks.d, so it runs for that event alone")
     parser.add_argument("--metrics", action="store_true",
-                        help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at 1,000 links")
+                        help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at the burst's links")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
     parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
                         "delete (where the memory an idle netdevd holds is)")
     options = parser.parse_args()
+    global PAIRS
+    PAIRS = max(1, options.links // 2)
 
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
         sys.exit("load.py runs inside Tests/Harness/in-netns.sh (make benchmark-daemon)")
@@ -570,6 +689,7 @@ def main():
     catalog = message_catalog(binary)
     daemon = Daemon(binary, workdir, "main", hooks_dir, record=options.record)
     sampler = None
+    monitors = []
     try:
         figures["exec to READY=1, no links (ms)"] = round(daemon.ready_seconds() * 1000, 1)
         time.sleep(1)
@@ -587,13 +707,16 @@ def main():
             wakeups, threads = idle(daemon.pid, options.idle_seconds)
             figures[f"idle wake-ups per minute (over {options.idle_seconds:g} s)"] = round(wakeups, 1)
             figures["idle threads started per minute"] = round(threads, 1)
+        monitors = [MonitorClient(ctl, daemon.socket_path) for _ in range(options.monitors)]
+        if monitors:
+            figures["monitors attached"] = len(monitors)
 
         for round_number in range(1, options.rounds + 1):
             label = "create" if options.rounds == 1 else f"create #{round_number}"
             create = []
             for i in range(PAIRS):
-                create += [f"link add nb{i:03d}a type veth peer name nb{i:03d}b",
-                           f"link set nb{i:03d}a up", f"link set nb{i:03d}b up"]
+                create += [f"link add {pair_name(i)}a type veth peer name {pair_name(i)}b",
+                           f"link set {pair_name(i)}a up", f"link set {pair_name(i)}b up"]
             hook_lines0 = sum(1 for _ in open(hook_log))
             before, returned = burst(figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
             if options.hook_event:
@@ -609,22 +732,26 @@ def main():
                 figures[f"{label}: hook runs"] = sum(1 for _ in open(hook_log)) - hook_lines0
             problems = settle_drift(ctl, daemon.socket_path)
             time.sleep(1)
-            burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS at 1,000 links", problems)
+            check_monitors(figures, label, monitors, ctl, daemon.socket_path)
+            burst_costs(
+                figures, label, before, daemon, journald, sampler, catalog, f"RSS at {size()}", problems, ctl)
 
             if round_number == 1:
-                times = []
-                for _ in range(20):
-                    before = time.monotonic()
-                    netdevctl(ctl, daemon.socket_path, "links")
-                    times.append(time.monotonic() - before)
-                cpu_before, _ = proc_stat(daemon.pid)
-                for _ in range(20):
-                    netdevctl(ctl, daemon.socket_path, "links")
-                cpu_after, _ = proc_stat(daemon.pid)
-                figures["netdevctl links at 1,000 links, wall (ms, median of 20)"] = round(
-                    statistics.median(times) * 1000, 1)
-                figures["netdevctl links at 1,000 links, netdevd CPU per call (ms)"] = round(
-                    (cpu_after - cpu_before) * 1000 / 20, 1)
+                for arguments in (["links"], ["links", "--json=short"]):
+                    times = []
+                    for _ in range(20):
+                        before = time.monotonic()
+                        netdevctl(ctl, daemon.socket_path, *arguments)
+                        times.append(time.monotonic() - before)
+                    cpu_before, _ = proc_stat(daemon.pid)
+                    for _ in range(20):
+                        netdevctl(ctl, daemon.socket_path, *arguments)
+                    cpu_after, _ = proc_stat(daemon.pid)
+                    command = " ".join(["netdevctl"] + arguments)
+                    figures[f"{command} at {size()}, wall (ms, median of 20)"] = round(
+                        statistics.median(times) * 1000, 1)
+                    figures[f"{command} at {size()}, netdevd CPU per call (ms)"] = round(
+                        (cpu_after - cpu_before) * 1000 / 20, 1)
                 if options.metrics:
                     # The first call after the burst registers what the file's last write did not; then each is a
                     # pass over the links.
@@ -634,12 +761,12 @@ def main():
                         before = time.monotonic()
                         text = netdevctl(ctl, daemon.socket_path, "metrics")
                         times.append((time.monotonic() - before, proc_stat(daemon.pid)[0] - cpu_before))
-                    figures["netdevctl metrics at 1,000 links, first call: wall / netdevd CPU (ms)"] = (
+                    figures[f"netdevctl metrics at {size()}, first call: wall / netdevd CPU (ms)"] = (
                         round(times[0][0] * 1000, 1), round(times[0][1] * 1000, 1))
-                    figures["netdevctl metrics at 1,000 links, median of 5 more: wall / netdevd CPU (ms)"] = (
+                    figures[f"netdevctl metrics at {size()}, median of 5 more: wall / netdevd CPU (ms)"] = (
                         round(statistics.median(t[0] for t in times[1:]) * 1000, 1),
                         round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
-                    figures["metrics text at 1,000 links (bytes, series)"] = (
+                    figures[f"metrics text at {size()} (bytes, series)"] = (
                         len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
@@ -658,13 +785,13 @@ def main():
                         starts_cpu.append(proc_stat(second.pid)[0])
                         if attempt == 0:
                             time.sleep(0.5)
-                            figures["RSS of a fresh start with 1,000 links (MiB)"] = round(
+                            figures[f"RSS of a fresh start with {size()} (MiB)"] = round(
                                 proc_status(second.pid, "VmRSS"), 1)
                     finally:
                         second.stop()
-                figures["exec to READY=1 with 1,000 links (ms, median of 3 starts)"] = round(
+                figures[f"exec to READY=1 with {size()} (ms, median of 3 starts)"] = round(
                     statistics.median(starts) * 1000, 1)
-                figures["exec to READY=1 with 1,000 links, each start (ms)"] = " / ".join(
+                figures[f"exec to READY=1 with {size()}, each start (ms)"] = " / ".join(
                     f"{start * 1000:.1f}" for start in starts)
                 figures["the three starts: wall / machine's busy CPU / theirs / journald's / udevd's / the main netdevd's (s)"] = (
                     f"{time.monotonic() - starts_began:.2f} / {machine_busy() - machine_before:.2f} / "
@@ -673,7 +800,7 @@ def main():
                     f"{proc_stat(daemon.pid)[0] - main_before:.2f}")
 
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
-            delete = [f"link del nb{i:03d}a" for i in range(PAIRS)]
+            delete = [f"link del {pair_name(i)}a" for i in range(PAIRS)]
             hook_lines0 = sum(1 for _ in open(hook_log))
             before, returned = burst(figures, label, delete, ctl, daemon, sampler, 0, journald)
             problems = settle_drift(ctl, daemon.socket_path)
@@ -685,7 +812,8 @@ def main():
                 for event in ("link-removed", "device-removed"):
                     figures[f"{label}: {event} runs"] = lifecycle_runs(hook_log, hook_lines0, event, "nb", 2 * PAIRS)
             time.sleep(2)
-            burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems)
+            check_monitors(figures, label, monitors, ctl, daemon.socket_path)
+            burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems, ctl)
             save_smaps(options.smaps, daemon.pid, label.replace(" #", "-"))
         if options.perf:
             profiler.send_signal(signal.SIGINT)
@@ -698,11 +826,13 @@ def main():
     finally:
         if sampler:
             sampler.stop()
+        for monitor in monitors:
+            monitor.stop()
         if daemon.process.poll() is not None:
             print(f"netdevd exited early with status {daemon.process.returncode}", file=sys.stderr)
         daemon.stop()
         subprocess.run(["ip", "-batch", "-"], input="".join(
-            f"link del nb{i:03d}a\n" for i in range(PAIRS)), text=True, capture_output=True)
+            f"link del {pair_name(i)}a\n" for i in range(PAIRS)), text=True, capture_output=True)
         if not options.keep:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -11,6 +11,7 @@ extension Transition {
         let wasResync = model.phase == .resyncing
         let previous = PreviousState(everythingIn: model)
         stateTouched = true
+        change = .everything
         let tracked = Set(model.configuration.trackedSubsystems)
         model.links = TreeDictionary(snapshot.links.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
         model.devices = TreeDictionary(

@@ -80,8 +80,17 @@ public struct Model: Codable, Sendable, Equatable {
             online = OnlineTally(links: newValue.values, configuration: storedConfiguration)
         }
     }
-    /// Devices of the tracked subsystems by sysfs path.
-    public var devices: TreeDictionary<String, Device>
+    /// Devices of the tracked subsystems by sysfs path. Setting it (or a subscript of it) recounts
+    /// ``deviceCounts``; the session changes devices through ``setDevice(_:at:)``, which adjusts it.
+    public var devices: TreeDictionary<String, Device> {
+        get { storedDevices }
+        set {
+            storedDevices = newValue
+            deviceCounts = Self.counts(of: newValue)
+        }
+    }
+    /// How many devices each subsystem has, kept as devices change: no report counts them over again.
+    public private(set) var deviceCounts: [String: Int]
     /// Events that arrived while enumerating or resyncing, replayed on the snapshot, in order.
     public var buffered: [Event]
     /// The generation of the enumeration being waited for; older answers are ignored.
@@ -111,6 +120,8 @@ public struct Model: Codable, Sendable, Equatable {
     /// Increases whenever something a client is told changes (links, devices, the phase, the configuration, the
     /// reported counters): clients see gaps in it, and the control plane keys its encoded replies on it.
     public var changeSequence: Int
+    /// What changed from the model of `changeSequence - 1` to this one: the links and devices, by key.
+    public var lastChange: StateChange
     /// The least urgent journal priority the daemon keeps: entries above it are not made at all (the one place the
     /// level applies), so a burst does not build thousands of debug texts that the daemon would only drop.
     public var maximumLogPriority: LogPriority
@@ -119,6 +130,7 @@ public struct Model: Codable, Sendable, Equatable {
 
     private var storedConfiguration: Configuration
     private var storedLinks: TreeDictionary<Int32, Link>
+    private var storedDevices: TreeDictionary<String, Device>
     /// What ``onlineState`` follows from, always equal to a count over ``links`` under ``configuration``.
     private var online: OnlineTally
 
@@ -128,7 +140,8 @@ public struct Model: Codable, Sendable, Equatable {
         storedConfiguration = configuration
         storedLinks = [:]
         online = OnlineTally(links: [], configuration: configuration)
-        devices = [:]
+        storedDevices = [:]
+        deviceCounts = [:]
         buffered = []
         enumerationGeneration = 0
         reloadPending = false
@@ -138,6 +151,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = [:]
         counters = Counters()
         changeSequence = 0
+        lastChange = .everything
         isEnumerated = false
         reloadRequests = 0
         reloadCovers = 0
@@ -157,9 +171,45 @@ public struct Model: Codable, Sendable, Equatable {
         }
     }
 
+    /// Replaces the device at `path`, or removes it when `device` is `nil`, adjusting ``deviceCounts``: O(log n).
+    public mutating func setDevice(_ device: Device?, at path: String) {
+        if let old = storedDevices[path] {
+            deviceCounts[old.subsystem, default: 0] -= 1
+            if deviceCounts[old.subsystem] == 0 { deviceCounts[old.subsystem] = nil }
+        }
+        storedDevices[path] = device
+        if let device {
+            deviceCounts[device.subsystem, default: 0] += 1
+        }
+    }
+
+    private static func counts(of devices: TreeDictionary<String, Device>) -> [String: Int] {
+        devices.values.reduce(into: [:]) { counts, device in counts[device.subsystem, default: 0] += 1 }
+    }
+
     /// The host's online state under the configuration.
     public var onlineState: OnlineState {
         online.state(under: storedConfiguration)
+    }
+
+    /// How many links the listing of ``onlineMissing`` names one by one, without required interfaces; above it
+    /// the line counts them instead, so that it costs no pass over the links.
+    public static let onlineMissingListed = 32
+
+    /// What keeps the host from being online (``OnlineEvaluation/missing(of:configuration:)``), `nil` when online.
+    /// Without `RequiredInterfaces=` and with more than ``onlineMissingListed`` links, its one line gives the number
+    /// of links instead of each link's state (O(1)); with required interfaces it names each one (a pass over the
+    /// links).
+    public var onlineMissing: [String]? {
+        guard onlineState != .online else { return nil }
+        guard storedConfiguration.requiredInterfaces.isEmpty, storedLinks.count > Self.onlineMissingListed else {
+            return OnlineEvaluation.missing(of: storedLinks.values, configuration: storedConfiguration)
+        }
+        return [
+            "no link reaches \(OnlineEvaluation.needed(storedConfiguration.minimumOperationalState, storedConfiguration)) "
+                + "([Online] MinimumOperationalState=): \(quantity(online.candidates, "link")) other than loopback "
+                + "and ignored ones, none of them"
+        ]
     }
 
     /// Links sorted by index, for listings.
@@ -174,18 +224,19 @@ public struct Model: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
-        case hooks, nextHookRunID, debouncing, counters, changeSequence, maximumLogPriority, isEnumerated
+        case hooks, nextHookRunID, debouncing, counters, changeSequence, lastChange, maximumLogPriority, isEnumerated
         case reloadRequests, reloadCovers, lastReload, dispatcher
     }
 
-    /// Decodes a model; the online tally is counted from the links.
+    /// Decodes a model; the online tally and the device counts are counted from the links and devices.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         phase = try container.decode(Phase.self, forKey: .phase)
         storedConfiguration = try container.decode(Configuration.self, forKey: .configuration)
         storedLinks = try container.decode(TreeDictionary<Int32, Link>.self, forKey: .links)
         online = OnlineTally(links: storedLinks.values, configuration: storedConfiguration)
-        devices = try container.decode(TreeDictionary<String, Device>.self, forKey: .devices)
+        storedDevices = try container.decode(TreeDictionary<String, Device>.self, forKey: .devices)
+        deviceCounts = Self.counts(of: storedDevices)
         buffered = try container.decode([Event].self, forKey: .buffered)
         enumerationGeneration = try container.decode(Int.self, forKey: .enumerationGeneration)
         reloadPending = try container.decode(Bool.self, forKey: .reloadPending)
@@ -195,6 +246,7 @@ public struct Model: Codable, Sendable, Equatable {
         debouncing = try container.decode([HookSubject: OperationalState].self, forKey: .debouncing)
         counters = try container.decode(Counters.self, forKey: .counters)
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
+        lastChange = try container.decodeIfPresent(StateChange.self, forKey: .lastChange) ?? .everything
         maximumLogPriority = try container.decodeIfPresent(LogPriority.self, forKey: .maximumLogPriority) ?? .debug
         isEnumerated = try container.decodeIfPresent(Bool.self, forKey: .isEnumerated) ?? (phase != .enumerating)
         reloadRequests = try container.decodeIfPresent(Int.self, forKey: .reloadRequests) ?? 0
@@ -203,7 +255,7 @@ public struct Model: Codable, Sendable, Equatable {
         dispatcher = try container.decodeIfPresent(DispatcherBook.self, forKey: .dispatcher) ?? DispatcherBook()
     }
 
-    /// Encodes the model without its tally (which follows from the links).
+    /// Encodes the model without its tallies (which follow from the links and devices).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(phase, forKey: .phase)
@@ -219,127 +271,12 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(debouncing, forKey: .debouncing)
         try container.encode(counters, forKey: .counters)
         try container.encode(changeSequence, forKey: .changeSequence)
+        try container.encode(lastChange, forKey: .lastChange)
         try container.encode(maximumLogPriority, forKey: .maximumLogPriority)
         try container.encode(isEnumerated, forKey: .isEnumerated)
         try container.encode(reloadRequests, forKey: .reloadRequests)
         try container.encode(reloadCovers, forKey: .reloadCovers)
         try container.encodeIfPresent(lastReload, forKey: .lastReload)
         try container.encode(dispatcher, forKey: .dispatcher)
-    }
-}
-
-/// The counts the online state follows from, adjusted one link at a time: how many candidate links (not loopback,
-/// not ignored) reach the minimum state, and per required interface how many match it and how many of those reach
-/// its state. Contract: after any sequence of `count` calls that adds each link of a set once (and removes what
-/// it replaced), ``state(under:)`` equals ``OnlineEvaluation/state(of:configuration:)`` over that set.
-struct OnlineTally: Sendable, Equatable {
-    private var satisfying = 0
-    private var matching: [Int]
-    private var satisfied: [Int]
-
-    init(links: some Sequence<Link>, configuration: Configuration) {
-        matching = Array(repeating: 0, count: configuration.requiredInterfaces.count)
-        satisfied = matching
-        for link in links {
-            count(link, under: configuration, as: 1)
-        }
-    }
-
-    /// Adds (`sign` 1) or removes (`sign` -1) what `link` contributes.
-    mutating func count(_ link: Link, under configuration: Configuration, as sign: Int) {
-        guard !link.state.isLoopback && !configuration.ignores(link.name) else { return }
-        if configuration.requiredInterfaces.isEmpty {
-            if OnlineEvaluation.satisfies(link, configuration.minimumOperationalState, configuration) {
-                satisfying += sign
-            }
-            return
-        }
-        for (position, requirement) in configuration.requiredInterfaces.enumerated()
-        where Glob.matches(requirement.pattern, link.name) {
-            matching[position] += sign
-            let minimum = requirement.minimumState ?? configuration.minimumOperationalState
-            if OnlineEvaluation.satisfies(link, minimum, configuration) {
-                satisfied[position] += sign
-            }
-        }
-    }
-
-    func state(under configuration: Configuration) -> OnlineState {
-        if configuration.requiredInterfaces.isEmpty {
-            return satisfying > 0 ? .online : .offline
-        }
-        let met = zip(matching, satisfied).filter { matching, satisfied in matching > 0 && satisfied == matching }
-            .count
-        if met == configuration.requiredInterfaces.count { return .online }
-        return met > 0 ? .partial : .offline
-    }
-}
-
-/// How the online state follows from the links and the configuration.
-public enum OnlineEvaluation {
-    /// `online`, `partial` or `offline` for `links` under `configuration`.
-    public static func state(of links: some Collection<Link>, configuration: Configuration) -> OnlineState {
-        let candidates = links.lazy.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
-        if configuration.requiredInterfaces.isEmpty {
-            return candidates.contains { satisfies($0, configuration.minimumOperationalState, configuration) }
-                ? .online : .offline
-        }
-        var met = 0
-        for requirement in configuration.requiredInterfaces {
-            let minimum = requirement.minimumState ?? configuration.minimumOperationalState
-            let matching = candidates.filter { Glob.matches(requirement.pattern, $0.name) }
-            if matching.contains(where: { _ in true }) && matching.allSatisfy({ satisfies($0, minimum, configuration) })
-            {
-                met += 1
-            }
-        }
-        if met == configuration.requiredInterfaces.count { return .online }
-        return met > 0 ? .partial : .offline
-    }
-
-    /// What keeps `links` from being online under `configuration`, one line per requirement not met (`eth0:
-    /// degraded, needs routable`, `wlan*: no such link, needs routable`), or, without required interfaces, which
-    /// links fall short of the minimum; empty when online.
-    public static func missing(of links: some Collection<Link>, configuration: Configuration) -> [String] {
-        let candidates = links.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
-            .sorted { $0.index < $1.index }
-        // The address family matters for routable only (RequiredFamily=).
-        func needed(_ minimum: OperationalState) -> String {
-            let family = configuration.requiredFamily == .any || minimum != .routable
-            return minimum.rawValue + (family ? "" : " (\(configuration.requiredFamily.rawValue))")
-        }
-        if configuration.requiredInterfaces.isEmpty {
-            let minimum = configuration.minimumOperationalState
-            guard !candidates.contains(where: { satisfies($0, minimum, configuration) }) else { return [] }
-            let states = candidates.map { "\($0.name) \($0.operationalState.rawValue)" }
-            return [
-                "no link reaches \(needed(minimum)) ([Online] MinimumOperationalState=): "
-                    + (states.isEmpty ? "no link other than loopback and ignored ones" : states.joined(separator: ", "))
-            ]
-        }
-        var missing: [String] = []
-        for requirement in configuration.requiredInterfaces {
-            let minimum = requirement.minimumState ?? configuration.minimumOperationalState
-            let matching = candidates.filter { Glob.matches(requirement.pattern, $0.name) }
-            if matching.isEmpty {
-                missing.append("\(requirement.pattern): no such link, needs \(needed(minimum))")
-            }
-            for link in matching where !satisfies(link, minimum, configuration) {
-                missing.append("\(link.name): \(link.operationalState.rawValue), needs \(needed(minimum))")
-            }
-        }
-        return missing
-    }
-
-    /// `true` when `link` reaches `minimum`, with the required address families for `routable`.
-    public static func satisfies(_ link: Link, _ minimum: OperationalState, _ configuration: Configuration) -> Bool {
-        guard link.operationalState >= minimum else { return false }
-        guard minimum == .routable else { return true }
-        switch configuration.requiredFamily {
-        case .any: return true
-        case .ipv4: return link.hasRoutableAddress(.ipv4)
-        case .ipv6: return link.hasRoutableAddress(.ipv6)
-        case .both: return link.hasRoutableAddress(.ipv4) && link.hasRoutableAddress(.ipv6)
-        }
     }
 }

@@ -24,6 +24,7 @@ public enum Session {
         next.debouncing = [:]
         next.reloadInFlight = false
         next.changeSequence += 1
+        next.lastChange = .everything
         // networkd's states first: their answer is then read before the snapshot's, whose links run with them.
         let watch: [Effect] =
             next.configuration.networkdDispatcherDirectories.isEmpty ? [] : [.watchNetworkdStates(true)]
@@ -91,6 +92,8 @@ struct Transition {
     var activity: [Activity] = []
     /// Links or devices changed (set where the change is made, so `next` need not compare whole dictionaries).
     var stateTouched = false
+    /// Which links and devices the step touched: the model's ``Model/lastChange`` when it gets a new sequence.
+    var change = StateChange()
 
     init(_ model: Model) {
         phaseBefore = model.phase
@@ -119,6 +122,7 @@ struct Transition {
                 || model.counters.staleHookRunsDropped != droppedBefore
             {
                 model.changeSequence = sequenceBefore + 1
+                model.lastChange = change
             }
             return .next(model, effects: effects)
         }

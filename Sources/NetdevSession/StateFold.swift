@@ -51,20 +51,20 @@ public enum StateFold {
             if model.configuration.trackedSubsystems.contains(device.subsystem)
                 && model.devices[device.syspath] != device
             {
-                model.devices[device.syspath] = device
+                model.setDevice(device, at: device.syspath)
             }
         case .deviceRemoved(let syspath):
             if model.devices[syspath] != nil {
-                model.devices[syspath] = nil
+                model.setDevice(nil, at: syspath)
             }
         case .deviceMoved(let device, let from):
             if model.devices[from] != nil {
-                model.devices[from] = nil
+                model.setDevice(nil, at: from)
             }
             if model.configuration.trackedSubsystems.contains(device.subsystem)
                 && model.devices[device.syspath] != device
             {
-                model.devices[device.syspath] = device
+                model.setDevice(device, at: device.syspath)
             }
         default:
             break
@@ -172,11 +172,15 @@ extension Transition {
             switch scope {
             case .link(let index):
                 stateTouched = previous.link(index) != model.links[index]
+                change.touch(link: index)
             case .device(let syspath):
                 stateTouched = previous.device(syspath) != model.devices[syspath]
+                change.touch(device: syspath)
             case .moved(let from, let to):
                 stateTouched =
                     previous.device(from) != model.devices[from] || previous.device(to) != model.devices[to]
+                change.touch(device: from)
+                change.touch(device: to)
             }
             if case .deviceChanged(let device, let action) = event, previous.device(device.syspath) != nil,
                 model.devices[device.syspath] != nil

@@ -7,7 +7,8 @@ import Glibc
 #endif
 
 /// `netdevctl monitor`: the state, then every change of links, devices and the online state, as readable lines
-/// or JSON (the whole state after each change), narrowed by the filters like `udevadm monitor`'s.
+/// or JSON (the whole state after each change, or with `--changes` each change as netdevd sent it), narrowed by
+/// the filters like `udevadm monitor`'s.
 struct Monitor: NetdevctlCommand {
     static let name = "monitor"
     static let abstract = "Follow changes: links, devices, states, online state."
@@ -28,12 +29,17 @@ struct Monitor: NetdevctlCommand {
             repeating: true),
         .flag("links-only", help: "Only links (and the online state)."),
         .flag("devices-only", help: "Only devices."),
+        .flag(
+            "changes",
+            help: "With --json: the state once, then each change as netdevd sends it ({\"change\": …}), not the whole "
+                + "state after each (for hosts with many links)."),
     ]
 
     var patterns: [String]
     var subsystems: [String]
     var linksOnly: Bool
     var devicesOnly: Bool
+    var changes: Bool
     var options: CommonOptions
 
     init(_ parsed: ParsedCommand, options: CommonOptions) throws(UsageError) {
@@ -41,6 +47,7 @@ struct Monitor: NetdevctlCommand {
         subsystems = parsed.values("subsystem")
         linksOnly = parsed.flag("links-only")
         devicesOnly = parsed.flag("devices-only")
+        changes = parsed.flag("changes")
         self.options = options
         if linksOnly && devicesOnly {
             throw UsageError(Self.spec, "--links-only and --devices-only exclude each other")
@@ -58,21 +65,36 @@ struct Monitor: NetdevctlCommand {
         var failure: CommandFailure?
         do {
             try client.callWithMore("io.netdevd.Monitor") { reply in
-                let previous = replies.state.map(filter.apply)
-                let state: StateReport
+                let step: MonitorReplies.Step
                 do throws(CommandFailure) {
-                    let next = try replies.apply(reply)
-                    state = filter.apply(next)
+                    step = try replies.take(reply)
                 } catch {
                     failure = error
                     return false
                 }
-                // Scripts get the whole (filtered) state after each change; people get what changed. Either way
-                // each reply is flushed as it comes (a pipe or file would otherwise hold it in a buffer).
+                // Scripts get the whole (filtered) state after each change, or with --changes each (filtered)
+                // change; people get what changed, worked out from the links and devices the change names. Either
+                // way each reply is flushed as it comes (a pipe or file would otherwise hold it in a buffer).
                 defer { fflush(nil) }
-                if options.printJSON(try? JSONValue(encoding: state)) { return true }
-                for line in Self.describe(from: previous, to: state, filter: filter) {
-                    print("[\(Self.timestamp())] \(line)")
+                let json = options.json != .off
+                switch step {
+                case .state(let state) where json:
+                    let state = filter.apply(state)
+                    _ = changes ? options.printJSON(encoding: ["state": state]) : options.printJSON(encoding: state)
+                case .state(let state):
+                    for line in Self.describe(from: nil, to: filter.apply(state), filter: filter) {
+                        print("[\(Self.timestamp())] \(line)")
+                    }
+                case .change(let change, let before, _) where json:
+                    if changes {
+                        _ = options.printJSON(encoding: ["change": filter.apply(change, before: before)])
+                    } else if let state = replies.state {
+                        _ = options.printJSON(encoding: filter.apply(state))
+                    }
+                case .change(_, let before, let after):
+                    for line in Self.describe(from: filter.apply(before), to: filter.apply(after), filter: filter) {
+                        print("[\(Self.timestamp())] \(line)")
+                    }
                 }
                 return true
             }

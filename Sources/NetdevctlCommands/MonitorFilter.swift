@@ -33,4 +33,20 @@ struct MonitorFilter: Sendable {
         state.devices = devices ? state.devices?.filter(admits) : nil
         return state
     }
+
+    /// `change` as a monitor of this filter sees it: the links and devices it admits; those it admitted `before`
+    /// (the entries the change replaced) and admits no more, renamed out of its globs say, are among the removed,
+    /// so that applying the filtered changes to the filtered state gives the filtered state.
+    func apply(_ change: ChangeReport, before: StateReport) -> ChangeReport {
+        var change = change
+        let admittedBefore = Set(before.links.filter(admits).map(\.index))
+        let leaving = change.links.filter { !admits($0) && admittedBefore.contains($0.index) }.map(\.index)
+        change.removedLinks = change.removedLinks.filter { admittedBefore.contains($0) } + leaving
+        change.links = change.links.filter(admits)
+        let devicesBefore = Set((before.devices ?? []).filter(admits).map(\.syspath))
+        let gone = change.devices.filter { !admits($0) && devicesBefore.contains($0.syspath) }.map(\.syspath)
+        change.removedDevices = devices ? change.removedDevices.filter { devicesBefore.contains($0) } + gone : []
+        change.devices = devices ? change.devices.filter(admits) : []
+        return change
+    }
 }

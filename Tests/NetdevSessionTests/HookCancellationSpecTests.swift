@@ -23,13 +23,13 @@ struct HookCancellationSpecTests {
         ) {
             $0.devices[sda.syspath] = sda
             $0.startNew(added)
-            $0.changeSequence += 1
+            $0.published(devices: [sda.syspath])
         }
         let change = Fixture.log(.info, .deviceChanged, "block device sda: change", Fixture.fields(sda))
         let stale = Fixture.deviceRun(2, .deviceChanged, sda, online: .offline)
         store.send(.deviceChanged(sda, action: "change"), effects: [change]) {
             $0.queueNew(stale)
-            $0.changeSequence += 1
+            $0.published(devices: [sda.syspath])
         }
         let newest = Fixture.deviceRun(3, .deviceChanged, sda, online: .offline)
         store.send(
@@ -45,7 +45,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.drop(stale)
             $0.queueNew(newest)
-            $0.changeSequence += 1
+            $0.published(devices: [sda.syspath])
         }
         store.send(
             .linkChanged(Self.carrier.state),
@@ -59,7 +59,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.links[2] = Self.carrier
             $0.debouncing = [.link(index: 2): .noCarrier]
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .signalReceived(.terminate),
@@ -78,7 +78,7 @@ struct HookCancellationSpecTests {
             $0.hooks.waiting = [:]
             $0.hooks.queued = [:]
             $0.debouncing = [:]
-            $0.changeSequence += 1
+            $0.published()
         }
         let outcome = HookOutcome(name: "50-log", status: .exited(0), durationMilliseconds: 4)
         store.send(
@@ -101,7 +101,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.phase = .stopped
             $0.hooks = HookQueue()
-            $0.changeSequence += 1
+            $0.published()
         }
     }
 
@@ -124,7 +124,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.links[2] = Self.carrier
             $0.startNew(first)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .signalReceived(.hangUp),
@@ -132,7 +132,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.phase = .reloading
             $0.reloadInFlight = true
-            $0.changeSequence += 1
+            $0.published()
         }
         let second = Fixture.linkRun(2, .linkState, eth1, from: .noCarrier, online: .offline)
         store.send(
@@ -146,7 +146,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.links[3] = eth1
             $0.queueNew(second)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         let shorter = Configuration(hookTimeoutMilliseconds: 5_000, hookParallelism: 1)
         let status = "3 links (0 routable), 0 devices; offline"
@@ -161,7 +161,7 @@ struct HookCancellationSpecTests {
             $0.phase = .running
             $0.reloadInFlight = false
             $0.lastReload = ReloadOutcome(covers: 0, warnings: [], errors: [])
-            $0.changeSequence += 1
+            $0.published()
         }
         store.send(
             Fixture.succeeded(first),
@@ -186,7 +186,7 @@ struct HookCancellationSpecTests {
         ) {
             $0.links[2] = Self.noCarrier
             $0.queueNew(third)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
     }
 }

@@ -40,7 +40,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = carrier
             $0.startNew(run)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         return (store, run)
     }
@@ -55,7 +55,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = Self.noCarrier
             $0.queueNew(waiting)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         // From the state the hooks last saw (carrier), not the replaced run's.
         let newest = Fixture.linkRun(3, .linkState, Self.off, from: .carrier, online: .offline)
@@ -71,7 +71,7 @@ struct HookSchedulingSpecTests {
             $0.drop(waiting)
             $0.queueNew(newest)
             $0.hooks.oldestQueued = 3
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(Fixture.succeeded(first), effects: [Self.finished(first), .runHooks(newest)]) {
             $0.startWaiting(newest, oldestQueued: 4)
@@ -118,7 +118,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = Self.noCarrier
             $0.queueNew(waiting)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .linkChanged(Self.carrier.state),
@@ -130,7 +130,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = Self.carrier
             $0.drop(waiting)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(Fixture.succeeded(first), effects: [Self.finished(first)]) {
             $0.hooks.running = [:]
@@ -150,7 +150,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = Self.carrier
             $0.debouncing = [.link(index: 2): .noCarrier]
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         return (store, timer, activity)
     }
@@ -160,7 +160,7 @@ struct HookSchedulingSpecTests {
         var (store, timer, activity) = Self.heldCarrier()
         store.send(.linkChanged(Self.off.state), effects: [Self.changed(Self.off, from: .carrier), timer, activity]) {
             $0.links[2] = Self.off
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         let run = Fixture.linkRun(1, .linkState, Self.off, from: .noCarrier, online: .offline)
         store.send(.timerFired(.debounce(.link(index: 2))), effects: [.runHooks(run)]) {
@@ -178,7 +178,7 @@ struct HookSchedulingSpecTests {
             effects: [Self.changed(Self.noCarrier, from: .carrier), timer, activity]
         ) {
             $0.links[2] = Self.noCarrier
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(.timerFired(.debounce(.link(index: 2))), effects: []) { $0.debouncing = [:] }
     }
@@ -200,7 +200,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[2] = Self.carrier
             $0.startNew(first)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         let second = Fixture.linkRun(2, .linkState, eth1, from: .noCarrier, online: .offline)
         store.send(
@@ -209,7 +209,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[3] = eth1
             $0.queueNew(second)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.send(Fixture.succeeded(first), effects: [Self.finished(first), .runHooks(second)]) {
             $0.hooks.running = [:]
@@ -231,7 +231,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[3] = eth1
             $0.queueNew(added)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.send(
             .linkRemoved(index: 3),
@@ -243,7 +243,7 @@ struct HookSchedulingSpecTests {
         ) {
             $0.links[3] = nil
             $0.drop(added)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.send(Fixture.succeeded(first), effects: [Self.finished(first)]) {
             $0.hooks.running = [:]

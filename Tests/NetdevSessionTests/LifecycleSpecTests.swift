@@ -73,7 +73,7 @@ struct LifecycleSpecTests {
             $0.isEnumerated = true
             $0.buffered = []
             $0.links = [1: Self.lo, 3: eth1]
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
     }
 
@@ -111,7 +111,7 @@ struct LifecycleSpecTests {
             $0.phase = .running
             $0.isEnumerated = true
             $0.links = [1: Self.lo]
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
         store.sendIgnored(.timerFired(.retryEnumeration))
     }
@@ -127,7 +127,7 @@ struct LifecycleSpecTests {
             $0.phase = .resyncing
             $0.counters.resyncs = 1
             $0.enumerationGeneration = 2
-            $0.changeSequence += 1
+            $0.published()
         }
         store.send(.addressAdded(index: 2, Fixture.v6), effects: []) {
             $0.buffered = [.addressAdded(index: 2, Fixture.v6)]
@@ -139,7 +139,7 @@ struct LifecycleSpecTests {
             $0.counters.resyncs = 2
             $0.enumerationGeneration = 3
             $0.buffered = []
-            $0.changeSequence += 1
+            $0.published()
         }
         store.sendIgnored(.enumerated(generation: 2, snapshot: Snapshot(links: [], devices: [])))
         store.send(.addressAdded(index: 2, Fixture.v6), effects: []) {
@@ -173,7 +173,7 @@ struct LifecycleSpecTests {
             $0.buffered = []
             $0.links = [1: Self.lo, 2: eth0, 3: eth1]
             $0.startNew(added)
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
     }
 
@@ -188,7 +188,7 @@ struct LifecycleSpecTests {
             $0.phase = .reloading
             $0.reloadInFlight = true
             $0.reloadCovers = 0
-            $0.changeSequence += 1
+            $0.published()
         }
         store.send(.reloadRequested(by: "uid 1000"), effects: []) {
             $0.reloadRequests = 1
@@ -216,7 +216,7 @@ struct LifecycleSpecTests {
             $0.lastReload = ReloadOutcome(covers: 0, warnings: [warning.description], errors: [])
             $0.reloadPending = false
             $0.reloadCovers = 1
-            $0.changeSequence += 1
+            $0.published()
         }
         let error = Diagnostic(file: "/etc/netdevd/netdevd.conf.d/50-bad.conf", line: 0, message: "is not UTF-8 text")
         store.send(
@@ -236,7 +236,7 @@ struct LifecycleSpecTests {
             $0.phase = .running
             $0.reloadInFlight = false
             $0.lastReload = ReloadOutcome(covers: 1, warnings: [], errors: [error.description])
-            $0.changeSequence += 1
+            $0.published()
         }
         // An answer with no reload in flight changes nothing.
         store.sendIgnored(.configurationLoaded(Configuration(), warnings: []))
@@ -266,7 +266,7 @@ struct LifecycleSpecTests {
             $0.links = [1: Self.lo, 2: eth0]
             $0.reloadPending = false
             $0.reloadInFlight = true
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
         let degraded = Configuration(minimumOperationalState: .degraded)
         let online = Fixture.onlineRun(1, .online, from: .offline)
@@ -286,7 +286,7 @@ struct LifecycleSpecTests {
             $0.reloadInFlight = false
             $0.lastReload = ReloadOutcome(covers: 0, warnings: [], errors: [])
             $0.startNew(online)
-            $0.changeSequence += 1
+            $0.published()
         }
     }
 
@@ -303,7 +303,7 @@ struct LifecycleSpecTests {
             $0.reloadRequests = 1
             $0.reloadCovers = 1
             $0.reloadInFlight = true
-            $0.changeSequence += 1
+            $0.published()
         }
         let configuration = Configuration(trackedSubsystems: tracked)
         store.send(
@@ -320,7 +320,7 @@ struct LifecycleSpecTests {
             $0.phase = .resyncing
             $0.counters.resyncs = 1
             $0.enumerationGeneration = 2
-            $0.changeSequence += 1
+            $0.published()
         }
         let added = Fixture.deviceRun(1, .deviceAdded, input, online: .offline)
         store.send(
@@ -337,7 +337,7 @@ struct LifecycleSpecTests {
             $0.phase = .running
             $0.devices = [input.syspath: input]
             $0.startNew(added)
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
     }
 }

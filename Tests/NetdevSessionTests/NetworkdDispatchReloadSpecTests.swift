@@ -23,7 +23,7 @@ extension NetworkdDispatchSpecTests {
             $0.phase = .resyncing
             $0.counters.resyncs = 1
             $0.enumerationGeneration = 2
-            $0.changeSequence += 1
+            $0.published()
         }
         // Nothing runs during the resync; networkd's new state is kept for its end.
         store.send(.networkdStateChanged(index: 5, administrative: "configured"), effects: []) {
@@ -42,7 +42,7 @@ extension NetworkdDispatchSpecTests {
             $0.phase = .running
             $0.dispatcher.told[5] = Self.told("configured", "off")
             $0.dispatcher.nextRunID = 5
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
     }
 
@@ -60,7 +60,7 @@ extension NetworkdDispatchSpecTests {
             $0.reloadRequests = 1
             $0.reloadCovers = 1
             $0.reloadInFlight = true
-            $0.changeSequence += 1
+            $0.published()
         }
         let offline = "2 links (0 routable), 0 devices; offline"
         store.send(
@@ -75,7 +75,7 @@ extension NetworkdDispatchSpecTests {
             $0.phase = .running
             $0.reloadInFlight = false
             $0.lastReload = ReloadOutcome(covers: 1, warnings: [], errors: [])
-            $0.changeSequence += 1
+            $0.published()
         }
         // loopback has no state file of networkd's: pending, as networkctl says.
         store.send(.networkdStatesRead(running: true, administrative: [2: "configured"]), effects: []) {
@@ -111,7 +111,7 @@ extension NetworkdDispatchSpecTests {
             $0.startNew(online)
             $0.dispatcher.told[2] = Self.told("configuring", "routable")
             $0.dispatcher.nextRunID = 3
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .reloadRequested(by: "uid 0"),
@@ -121,7 +121,7 @@ extension NetworkdDispatchSpecTests {
             $0.reloadRequests = 2
             $0.reloadCovers = 2
             $0.reloadInFlight = true
-            $0.changeSequence += 1
+            $0.published()
         }
         // Off again: what the links were told is forgotten.
         let status = "2 links (1 routable), 0 devices; online"
@@ -137,7 +137,7 @@ extension NetworkdDispatchSpecTests {
             $0.phase = .running
             $0.reloadInFlight = false
             $0.lastReload = ReloadOutcome(covers: 2, warnings: [], errors: [])
-            $0.changeSequence += 1
+            $0.published()
         }
     }
 }

@@ -61,7 +61,7 @@ struct NetworkdDispatchSpecTests {
             $0.links[5] = off
             $0.startNew(added)
             $0.dispatcher.awaitingNetworkd = [5: ["off"]]
-            $0.changeSequence += 1
+            $0.published(links: [5])
         }
         return (store, off, added)
     }
@@ -112,7 +112,7 @@ struct NetworkdDispatchSpecTests {
             $0.isEnumerated = true
             $0.links = [1: Self.lo, 2: eth0, 3: ignored]
             $0.dispatcher.startPending = true
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
         store.send(
             .networkdStatesRead(running: false, administrative: [:]),
@@ -159,7 +159,7 @@ struct NetworkdDispatchSpecTests {
             $0.links = [1: Self.lo, 2: eth0]
             $0.dispatcher.told = [1: Self.told("unmanaged", "carrier"), 2: Self.told("configured", "routable")]
             $0.dispatcher.nextRunID = 5
-            $0.changeSequence += 1
+            $0.publishedEverything()
         }
     }
 
@@ -179,14 +179,14 @@ struct NetworkdDispatchSpecTests {
             $0.startNew(added)
             $0.dispatcher.told[4] = Self.told("unmanaged", "off")
             $0.dispatcher.nextRunID = 4
-            $0.changeSequence += 1
+            $0.published(links: [4])
         }
         store.send(Fixture.succeeded(added), effects: []) { $0.hooks.running = [:] }
         // An address on a link that is down: no new operational state, nothing runs.
         let offWithAddress = Link(state: off.state, addresses: [Fixture.v6LinkLocal])
         store.send(.addressAdded(index: 4, Fixture.v6LinkLocal), effects: []) {
             $0.links[4] = offWithAddress
-            $0.changeSequence += 1
+            $0.published(links: [4])
         }
         let degraded = Link(state: Fixture.state(4, "veth0"), addresses: [Fixture.v6LinkLocal])
         let state = Fixture.linkRun(2, .linkState, degraded, from: .off, online: .offline)
@@ -201,7 +201,7 @@ struct NetworkdDispatchSpecTests {
             $0.startNew(state)
             $0.dispatcher.told[4] = Self.told("unmanaged", "degraded")
             $0.dispatcher.nextRunID = 5
-            $0.changeSequence += 1
+            $0.published(links: [4])
         }
         store.sendWithoutModel(.linkChanged(degraded.state))
         let removed = Fixture.linkRun(3, .linkRemoved, degraded, from: .degraded, online: .offline)
@@ -216,7 +216,7 @@ struct NetworkdDispatchSpecTests {
             $0.queueNew(removed)
             $0.dispatcher.told[4] = nil
             $0.dispatcher.nextRunID = 6
-            $0.changeSequence += 1
+            $0.published(links: [4])
         }
     }
 
@@ -260,7 +260,7 @@ struct NetworkdDispatchSpecTests {
             $0.queueNew(removed)
             $0.dispatcher.told[5] = nil
             $0.dispatcher.nextRunID = 8
-            $0.changeSequence += 1
+            $0.published(links: [5])
         }
         // A link networkd never wrote of runs nothing, not even linger; its wait ends with it.
         let other = Link(state: Fixture.state(6, "veth2", up: false))
@@ -277,7 +277,7 @@ struct NetworkdDispatchSpecTests {
             // The removal of veth1 still waits for its link-added run: the search for waiting runs starts there.
             $0.hooks.oldestQueued = 2
             $0.dispatcher.awaitingNetworkd = [6: ["off"]]
-            $0.changeSequence += 1
+            $0.published(links: [6])
         }
         let otherRemoved = Fixture.linkRun(4, .linkRemoved, other, from: .off, online: .offline)
         store.send(
@@ -287,7 +287,7 @@ struct NetworkdDispatchSpecTests {
             $0.links[6] = nil
             $0.queueNew(otherRemoved)
             $0.dispatcher.awaitingNetworkd = [:]
-            $0.changeSequence += 1
+            $0.published(links: [6])
         }
     }
 }

@@ -49,9 +49,40 @@ struct Simulation {
     mutating func send(_ event: Event) {
         events.append(event)
         let before = model.phase
+        let previous = model
         let next = Session.update(model, event)
         model = next.model ?? model
         observe(next.effects, before: before)
+        checkPublishedChange(from: previous)
+    }
+
+    /// What a model says changed (``Model/lastChange``) names every link and device that differs from the model
+    /// before it; a model that keeps its change sequence changed no link or device; the device counts are the
+    /// devices' (what monitors and metrics are built from instead of comparing whole models).
+    mutating func checkPublishedChange(from previous: Model) {
+        let changedLinks = Set(previous.links.keys).union(model.links.keys).filter {
+            previous.links[$0] != model.links[$0]
+        }
+        let changedDevices = Set(previous.devices.keys).union(model.devices.keys).filter {
+            previous.devices[$0] != model.devices[$0]
+        }
+        if model.changeSequence == previous.changeSequence {
+            if !changedLinks.isEmpty || !changedDevices.isEmpty {
+                failures.append("links \(changedLinks.sorted()) changed without a new change sequence")
+            }
+        } else if !model.lastChange.everything {
+            let unnamed = changedLinks.subtracting(model.lastChange.links)
+            let unnamedDevices = changedDevices.subtracting(model.lastChange.devices)
+            if model.changeSequence != previous.changeSequence + 1 || !unnamed.isEmpty || !unnamedDevices.isEmpty {
+                failures.append(
+                    "sequence \(previous.changeSequence) → \(model.changeSequence) says \(model.lastChange), "
+                        + "but links \(unnamed.sorted()) and devices \(unnamedDevices.sorted()) changed too")
+            }
+        }
+        let counted = model.devices.values.reduce(into: [String: Int]()) { $0[$1.subsystem, default: 0] += 1 }
+        if model.deviceCounts != counted {
+            failures.append("device counts \(model.deviceCounts), but the devices make \(counted)")
+        }
     }
 
     mutating func observe(_ effects: [Effect], before: Phase) {
@@ -170,7 +201,28 @@ struct Simulation {
         default:
             if Int.random(in: 0..<10, using: &random) == 0 {
                 send(.signalReceived(.terminate))
+            } else {
+                deviceChange()
             }
+        }
+    }
+
+    /// A udev event for one of a few disks and ttys: added or changed, removed, or moved to another path.
+    mutating func deviceChange() {
+        let names = ["sda", "sdb", "ttyS0", "ttyS1"]
+        let name = names.randomElement(using: &random) ?? "sda"
+        let subsystem = name.hasPrefix("tty") ? "tty" : "block"
+        let device = Device(
+            syspath: "/sys/class/\(subsystem)/\(name)", sysname: name, subsystem: subsystem,
+            properties: ["N": String(Int.random(in: 0..<3, using: &random))])
+        switch Int.random(in: 0..<3, using: &random) {
+        case 0:
+            send(.deviceChanged(device, action: "change"))
+        case 1:
+            send(.deviceRemoved(syspath: device.syspath))
+        default:
+            let other = names.randomElement(using: &random) ?? "sdb"
+            send(.deviceMoved(device, fromSyspath: "/sys/class/\(subsystem)/\(other)"))
         }
     }
 

@@ -146,6 +146,19 @@ extension Fixture {
 
 /// The hook queue's bookkeeping, as a step that starts, queues or ends a run changes it.
 extension Model {
+    /// The next change sequence, and what changed to reach it: these links and devices (none: only the phase, the
+    /// configuration or a reported counter).
+    mutating func published(links: [Int32] = [], devices: [String] = []) {
+        changeSequence += 1
+        lastChange = StateChange(links: links, devices: devices)
+    }
+
+    /// The next change sequence after an enumeration or a resync replaced the state whole.
+    mutating func publishedEverything() {
+        changeSequence += 1
+        lastChange = .everything
+    }
+
     /// `run`, just made, starts at once: it runs, the next run gets the following id, it is counted, and no run
     /// older than it waits.
     mutating func startNew(_ run: HookRun) {

@@ -23,7 +23,7 @@ struct StateFoldSpecTests {
         ) {
             $0.links[3] = eth1
             $0.startNew(added)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.send(
             Fixture.succeeded(added),
@@ -46,7 +46,7 @@ struct StateFoldSpecTests {
         ) {
             $0.links[3] = off
             $0.startNew(state)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         // A new name, the same state: the journal says so; hooks hear of states only.
         let renamed = Link(state: Fixture.state(3, "wan0", up: false))
@@ -59,7 +59,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[3] = renamed
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.sendWithoutModel(.linkChanged(renamed.state))
         // Its link-state run still runs: the removal waits for it.
@@ -73,7 +73,7 @@ struct StateFoldSpecTests {
         ) {
             $0.links[3] = nil
             $0.queueNew(removed)
-            $0.changeSequence += 1
+            $0.published(links: [3])
         }
         store.sendWithoutModel(.linkRemoved(index: 3))
     }
@@ -104,7 +104,7 @@ struct StateFoldSpecTests {
             $0.links[2] = routable
             $0.startNew(up)
             $0.startNew(online)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.sendWithoutModel(.addressAdded(index: 2, Fixture.v4))
         let route = DefaultRoute(family: .ipv4, gateway: "192.0.2.1")
@@ -118,7 +118,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[2] = routed
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .defaultRouteRemoved(index: 2, route),
@@ -129,7 +129,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[2] = routable
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.sendWithoutModel(.defaultRouteRemoved(index: 2, route))
         // Both hook runs still run: the new ones wait behind them.
@@ -152,7 +152,7 @@ struct StateFoldSpecTests {
             $0.links[2] = Self.eth0
             $0.queueNew(down)
             $0.queueNew(offline)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.sendWithoutModel(.addressAdded(index: 9, Fixture.v4))
     }
@@ -170,7 +170,7 @@ struct StateFoldSpecTests {
         ) {
             $0.devices[sda.syspath] = sda
             $0.startNew(added)
-            $0.changeSequence += 1
+            $0.published(devices: [sda.syspath])
         }
         let input = Device(syspath: "/sys/devices/virtual/input/input9", sysname: "input9", subsystem: "input")
         store.sendWithoutModel(.deviceChanged(input, action: "add"))
@@ -193,7 +193,7 @@ struct StateFoldSpecTests {
         ) {
             $0.devices[sda.syspath] = bound
             $0.startNew(changed)
-            $0.changeSequence += 1
+            $0.published(devices: [bound.syspath])
         }
         store.send(
             Fixture.succeeded(changed),
@@ -216,7 +216,7 @@ struct StateFoldSpecTests {
         ) {
             $0.devices = [sdb.syspath: sdb]
             $0.startNew(moved)
-            $0.changeSequence += 1
+            $0.published(devices: [sda.syspath, sdb.syspath])
         }
         let removed = Fixture.deviceRun(4, .deviceRemoved, sdb, online: .offline)
         store.send(
@@ -225,7 +225,7 @@ struct StateFoldSpecTests {
         ) {
             $0.devices = [:]
             $0.queueNew(removed)
-            $0.changeSequence += 1
+            $0.published(devices: [sdb.syspath])
         }
         store.sendWithoutModel(.deviceRemoved(syspath: sdb.syspath))
     }
@@ -242,7 +242,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[5] = veth
-            $0.changeSequence += 1
+            $0.published(links: [5])
         }
         let routable = Link(state: veth.state, addresses: [Fixture.v4])
         store.send(
@@ -258,7 +258,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[5] = routable
-            $0.changeSequence += 1
+            $0.published(links: [5])
         }
         store.send(
             .linkRemoved(index: 5),
@@ -268,7 +268,7 @@ struct StateFoldSpecTests {
             ]
         ) {
             $0.links[5] = nil
-            $0.changeSequence += 1
+            $0.published(links: [5])
         }
     }
 }

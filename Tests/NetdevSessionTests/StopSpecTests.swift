@@ -21,7 +21,7 @@ struct StopSpecTests {
             ]
         ) {
             $0.phase = .stopped
-            $0.changeSequence += 1
+            $0.published()
         }
         store.sendWithoutModel(.watchdogTick)
         store.sendIgnored(.signalReceived(.interrupt))
@@ -40,7 +40,7 @@ struct StopSpecTests {
             ]
         ) {
             $0.phase = .stopped
-            $0.changeSequence += 1
+            $0.published()
         }
         store.sendIgnored(.enumerated(generation: 1, snapshot: Snapshot(links: [Fixture.loopback], devices: [])))
     }
@@ -62,7 +62,7 @@ struct StopSpecTests {
         ) {
             $0.links[2] = eth0
             $0.startNew(run)
-            $0.changeSequence += 1
+            $0.published(links: [2])
         }
         store.send(
             .signalReceived(.terminate),
@@ -75,7 +75,7 @@ struct StopSpecTests {
             ]
         ) {
             $0.phase = .stopping
-            $0.changeSequence += 1
+            $0.published()
         }
         return (store, run)
     }
@@ -100,7 +100,7 @@ struct StopSpecTests {
             // Not counted as a failed run: the stop ended it.
             $0.phase = .stopped
             $0.hooks = HookQueue()
-            $0.changeSequence += 1
+            $0.published()
         }
     }
 
@@ -119,7 +119,7 @@ struct StopSpecTests {
         ) {
             $0.phase = .stopped
             $0.hooks = HookQueue()
-            $0.changeSequence += 1
+            $0.published()
         }
         store.sendIgnored(Fixture.succeeded(run))
         store.sendIgnored(.timerFired(.stopDeadline))
@@ -139,7 +139,7 @@ struct StopSpecTests {
         ) {
             $0.phase = .stopped
             $0.hooks = HookQueue()
-            $0.changeSequence += 1
+            $0.published()
         }
     }
 }

@@ -11,21 +11,11 @@ extension StateReport {
             onlineState: model.onlineState.rawValue,
             links: model.sortedLinks.map(LinkReport.init),
             devices: devices ? Self.devices(model) : nil,
-            deviceCounts: Self.deviceCounts(model),
+            deviceCounts: model.deviceCounts,
             resyncs: model.counters.resyncs,
             staleHookRunsDropped: model.counters.staleHookRunsDropped,
-            onlineMissing: Self.onlineMissing(model)
+            onlineMissing: model.onlineMissing
         )
-    }
-
-    /// What the online state waits for, when the host is not online.
-    static func onlineMissing(_ model: Model) -> [String]? {
-        model.onlineState == .online
-            ? nil : OnlineEvaluation.missing(of: model.links.values, configuration: model.configuration)
-    }
-
-    static func deviceCounts(_ model: Model) -> [String: Int] {
-        model.devices.values.reduce(into: [:]) { counts, device in counts[device.subsystem, default: 0] += 1 }
     }
 
     /// Every device of `model`, in the order an operator reads (``DeviceReport/precedes(_:)``).
@@ -35,22 +25,59 @@ extension StateReport {
 }
 
 extension ChangeReport {
-    /// The change from `old` to `new`.
-    public init(from old: Model, to new: Model) {
+    /// The change from `old` to `new`. When `new` follows `old` (the next change sequence) it is built from what the
+    /// session noted (``Model/lastChange``): O(log n) for each link or device it names, and nothing for the rest.
+    /// Otherwise, or after a resync, the two models are compared whole. `missing` is `old`'s report's
+    /// ``StateReport/onlineMissing``, reused when the change cannot have altered it.
+    public init(from old: Model, to new: Model, oldMissing missing: [String]?? = nil) {
+        let follows = new.changeSequence == old.changeSequence + 1 && !new.lastChange.everything
+        let linkIndexes =
+            follows ? new.lastChange.links.sorted() : Array(Set(old.links.keys).union(new.links.keys)).sorted()
+        let devicePaths = follows ? new.lastChange.devices : Array(Set(old.devices.keys).union(new.devices.keys))
+        var links: [LinkReport] = []
+        var removedLinks: [Int] = []
+        for index in linkIndexes where old.links[index] != new.links[index] {
+            if let link = new.links[index] { links.append(LinkReport(link)) } else { removedLinks.append(Int(index)) }
+        }
+        var devices: [DeviceReport] = []
+        var removedDevices: [String] = []
+        for path in devicePaths where old.devices[path] != new.devices[path] {
+            if let device = new.devices[path] {
+                devices.append(DeviceReport(device))
+            } else {
+                removedDevices.append(path)
+            }
+        }
+        let reuse = follows && missing != nil && Self.keepsMissing(from: old, to: new)
         self.init(
             sequence: new.changeSequence,
             phase: new.phase.rawValue,
             onlineState: new.onlineState.rawValue,
-            links: new.sortedLinks.filter { old.links[$0.index] != $0 }.map(LinkReport.init),
-            removedLinks: old.links.keys.filter { new.links[$0] == nil }.sorted().map(Int.init),
-            devices: new.devices.values.filter { old.devices[$0.syspath] != $0 }.map(DeviceReport.init)
-                .sorted { $0.precedes($1) },
-            removedDevices: old.devices.keys.filter { new.devices[$0] == nil }.sorted(),
-            deviceCounts: StateReport.deviceCounts(new),
+            links: links,
+            removedLinks: removedLinks,
+            devices: devices.sorted { $0.precedes($1) },
+            removedDevices: removedDevices.sorted(),
+            deviceCounts: new.deviceCounts,
             resyncs: new.counters.resyncs,
             staleHookRunsDropped: new.counters.staleHookRunsDropped,
-            onlineMissing: StateReport.onlineMissing(new)
+            onlineMissing: reuse ? missing ?? nil : new.onlineMissing
         )
+    }
+
+    /// `true` when ``Model/onlineMissing`` of `new` is that of `old` with no need to look: the online state and
+    /// the configuration are the same, and with required interfaces (the listing that names links) no link the
+    /// change touched matches one of them, before or after. Without required interfaces the listing costs O(1)
+    /// above ``Model/onlineMissingListed`` links, and is made again.
+    static func keepsMissing(from old: Model, to new: Model) -> Bool {
+        let required = new.configuration.requiredInterfaces
+        guard !required.isEmpty, old.onlineState == new.onlineState, old.configuration == new.configuration else {
+            return false
+        }
+        return !new.lastChange.links.contains { index in
+            [old.links[index], new.links[index]].contains { link in
+                link.map { link in required.contains { Glob.matches($0.pattern, link.name) } } ?? false
+            }
+        }
     }
 }
 

@@ -158,9 +158,7 @@ public final class MetricsExporter: Sendable {
     }
 
     private static func renderDevices(_ model: Model, into series: inout Series) {
-        var perSubsystem = model.devices.values.reduce(into: [String: Int]()) { counts, device in
-            counts[device.subsystem, default: 0] += 1
-        }
+        var perSubsystem = model.deviceCounts
         for subsystem in model.configuration.trackedSubsystems where perSubsystem[subsystem] == nil {
             perSubsystem[subsystem] = 0
         }
