@@ -100,14 +100,17 @@ let package = Package(
         .target(name: "JSONCoding", swiftSettings: strict),
         // Command lines of netdevd and netdevctl: options, arguments, help and usage errors.
         .target(name: "CommandOptions", swiftSettings: strict),
-        .target(name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding", "SystemSupport"], swiftSettings: strict),
+        .target(
+            name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding", "SystemSupport"], swiftSettings: strict),
         // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
         .target(name: "NetdevWire", swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
             dependencies: [
-                "MobiusCore", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Netlink", "Varlink", "JSONCoding",
-                "CLinux", "Locking", "CommandOptions", "SystemSupport", .product(name: "Prometheus", package: "swift-prometheus"),
+                "MobiusCore", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Netlink", "Varlink",
+                "JSONCoding",
+                "CLinux", "Locking", "CommandOptions", "SystemSupport",
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strict
         ),
@@ -122,7 +125,8 @@ let package = Package(
         .executableTarget(
             name: "netdevd",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Syslog", "Systemd", "Udev", "CommandOptions",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "Syslog", "Systemd", "Udev",
+                "CommandOptions",
             ],
             swiftSettings: strict,
             linkerSettings: [.unsafeFlags(releaseLinkFlags, .when(configuration: .release))]
@@ -178,13 +182,17 @@ let package = Package(
         .testTarget(
             name: "NetdevDaemonTests",
             dependencies: [
-                "NetdevDaemon", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Varlink", "KernelTestSupport",
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Varlink",
+                "KernelTestSupport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "NetdevctlCommandsTests",
-            dependencies: ["NetdevctlCommands", "NetdevWire", "Varlink", "Systemd", "CommandOptions", "JSONCoding"],
+            dependencies: [
+                "NetdevctlCommands", "NetdevWire", "Varlink", "Systemd", "CommandOptions", "JSONCoding",
+                "KernelTestSupport",
+            ],
             swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding"], swiftSettings: strict),
@@ -232,7 +240,8 @@ if ProcessInfo.processInfo.environment["NETDEVD_BENCHMARKS"] != nil {
             path: "Benchmarks/HandWritten/Coders", swiftSettings: strict)
     )
     package.targets.append(
-        .target(name: "HandWrittenProbe", dependencies: ["NetdevWire"], path: "Benchmarks/HandWritten/Probe",
+        .target(
+            name: "HandWrittenProbe", dependencies: ["NetdevWire"], path: "Benchmarks/HandWritten/Probe",
             swiftSettings: strict)
     )
     package.targets.append(

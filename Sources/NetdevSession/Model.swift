@@ -207,8 +207,8 @@ public struct Model: Codable, Sendable, Equatable {
         }
         return [
             "no link reaches \(OnlineEvaluation.needed(storedConfiguration.minimumOperationalState, storedConfiguration)) "
-                + "([Online] MinimumOperationalState=): \(quantity(online.candidates, "link")) other than loopback "
-                + "and ignored ones, none of them"
+                + "([Online] MinimumOperationalState=): none of the \(quantity(online.candidates, "link")) other than "
+                + "loopback and ignored ones"
         ]
     }
 

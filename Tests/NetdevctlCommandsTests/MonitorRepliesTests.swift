@@ -1,3 +1,4 @@
+import KernelTestSupport
 import NetdevWire
 import Testing
 import Varlink
@@ -51,5 +52,87 @@ struct MonitorRepliesTests {
         let skipped = Self.failure(&replies, ["change": try JSONValue(encoding: Self.change(3, online: "online"))])
         #expect(skipped?.contains("skipped from 1 to 3") == true)
         #expect(replies.state?.sequence == 1, "a refused reply changed the state")
+    }
+}
+
+/// `netdevctl monitor` works from each change alone (the links and devices it names), never from its whole state:
+/// what it prints for a change, and the filtered changes `--changes` prints, must agree with the whole state.
+@Suite("Monitor changes, filtered")
+struct MonitorChangeTests {
+    static func link(_ index: Int, _ name: String, _ state: String) -> LinkReport {
+        LinkReport(
+            index: index, name: name, type: "veth", macAddress: nil, mtu: 1500, operationalState: state,
+            addresses: [], gateways: [])
+    }
+
+    static func device(_ name: String, _ subsystem: String, _ serial: Int) -> DeviceReport {
+        DeviceReport(
+            syspath: "/sys/class/\(subsystem)/\(name)", sysname: name, subsystem: subsystem,
+            properties: ["ID_SERIAL": "\(serial)"])
+    }
+
+    @Test("filtered changes applied to the filtered first state give the filtered whole state, renames included")
+    func filteredChangesRebuildTheFilteredState() throws {
+        var generator = SeededGenerator(seed: 0x6d6f_6e)
+        let filters = [
+            MonitorFilter(patterns: ["eth*"]), MonitorFilter(subsystems: ["tty"]),
+            MonitorFilter(links: false), MonitorFilter(devices: false), MonitorFilter(),
+        ]
+        for filter in filters {
+            var replies = MonitorReplies()
+            var links: [Int: LinkReport] = [:]
+            var devices: [String: DeviceReport] = [:]
+            let first = StateReport(
+                sequence: 1, phase: "running", onlineState: "offline", links: [], devices: [], deviceCounts: [:],
+                resyncs: 0, staleHookRunsDropped: 0)
+            guard case .state(let state) = try replies.take(["state": JSONValue(encoding: first)]) else {
+                Issue.record("the first reply is not a state")
+                return
+            }
+            var held = filter.apply(state)
+            for sequence in 2...400 {
+                var changed: [LinkReport] = []
+                var removed: [Int] = []
+                for _ in 0..<Int.random(in: 1...3, using: &generator) {
+                    let index = Int.random(in: 2...9, using: &generator)
+                    if Bool.random(using: &generator), links[index] != nil {
+                        removed.append(index)
+                        links[index] = nil
+                        changed.removeAll { $0.index == index }
+                    } else {
+                        let name = Bool.random(using: &generator) ? "eth\(index)" : "wan\(index)"
+                        let next = Self.link(index, name, ["off", "carrier"].randomElement(using: &generator)!)
+                        links[index] = next
+                        removed.removeAll { $0 == index }
+                        changed.removeAll { $0.index == index }
+                        changed.append(next)
+                    }
+                }
+                let name = ["sda", "ttyS0", "ttyS1"].randomElement(using: &generator)!
+                let device = Self.device(
+                    name, name.hasPrefix("tty") ? "tty" : "block", Int.random(in: 0...2, using: &generator))
+                let gone = Bool.random(using: &generator) && devices[device.syspath] != nil
+                devices[device.syspath] = gone ? nil : device
+                let change = ChangeReport(
+                    sequence: sequence, phase: "running", onlineState: "offline", links: changed,
+                    removedLinks: removed, devices: gone ? [] : [device], removedDevices: gone ? [device.syspath] : [],
+                    deviceCounts: [:], resyncs: 0, staleHookRunsDropped: 0)
+                guard case .change(_, let before, let after) = try replies.take(["change": JSONValue(encoding: change)])
+                else {
+                    Issue.record("a change reply was not taken as a change")
+                    return
+                }
+                held = held.applying(filter.apply(change, before: before))
+                let whole = try #require(replies.state)
+                #expect(held == filter.apply(whole), "filter \(filter), change \(sequence)")
+                #expect(Set(whole.links.map(\.index)) == Set(links.keys))
+                #expect(after.links == changed)
+                let lines = Monitor.describe(from: filter.apply(before), to: filter.apply(after), filter: filter)
+                for link in changed
+                where filter.admits(link) && before.links.first(where: { $0.index == link.index }) == nil {
+                    #expect(lines.contains("\(link.name): added, \(link.operationalState)"), "\(lines)")
+                }
+            }
+        }
     }
 }
