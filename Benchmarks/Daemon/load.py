@@ -10,7 +10,9 @@ creates --links / 2 veth pairs (1,000 links by default; `make benchmark-daemon L
     hooks' (cutime+cstime of netdevd and the runner) per burst; netdevd's CPU per event its loop took
     (`netdevd_events_total`: the kernel's and udev's messages) and per link;
   - with --monitors N, N `netdevctl monitor --json=short --changes` clients attached through the bursts, each
-    rebuilding the state from what it receives, compared with `netdevctl links` at the end of each burst;
+    rebuilding the state from what it receives, compared with netdevd's links at the end of each burst;
+  - with --list-rate R, 100 more pairs made while a client calls ListLinks R times a second; with --stuck-monitor,
+    a monitor that stops reading while every link goes down and up, until netdevd cuts it off (ClientTooSlow);
   - RSS idle, at the burst's links, after the delete, and the peak (VmHWM, and VmRSS sampled every 20 ms); beside each
     RSS, PSS, the private part (USS) and its dirty pages from /proc/PID/smaps_rollup;
   - the time from `ip -batch` returning until `netdevctl links` lists all the burst's links (and then none);
@@ -382,6 +384,133 @@ class MonitorClient:
         self.process.wait()
 
 
+def varlink_call(socket_path, method, more=False):
+    """A raw Varlink connection with `method` called (no parameters): what a client in any language would do."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(socket_path)
+    call = {"method": method, "parameters": {}}
+    if more:
+        call["more"] = True
+    connection.sendall(json.dumps(call).encode() + b"\0")
+    return connection
+
+
+def varlink_reply(connection, pending=b""):
+    """The next reply on `connection` (and what was read past it)."""
+    while b"\0" not in pending:
+        data = connection.recv(1 << 20)
+        if not data:
+            raise RuntimeError("netdevd closed the connection")
+        pending += data
+    reply, _, rest = pending.partition(b"\0")
+    return json.loads(reply), rest
+
+
+class ListLinksHammer:
+    """A client calling ListLinks `rate` times a second (each on a connection of its own, the whole reply read):
+    what it costs netdevd, and whether the loop still follows the kernel meanwhile."""
+
+    def __init__(self, socket_path, rate):
+        self.socket_path = socket_path
+        self.rate = rate
+        self.calls = 0
+        self.failures = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        next_call = time.monotonic()
+        while self.running:
+            try:
+                with varlink_call(self.socket_path, "io.netdevd.ListLinks") as connection:
+                    varlink_reply(connection)
+                self.calls += 1
+            except (OSError, RuntimeError):
+                self.failures += 1
+            next_call += 1 / self.rate
+            time.sleep(max(0.0, next_call - time.monotonic()))
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+
+
+def hammered_burst(figures, ctl, daemon, rate):
+    """With the burst's links present and a client calling ListLinks `rate` times a second: 100 more veth pairs in
+    one `ip -batch`, how long until netdevctl lists them, and what the client got meanwhile; then they go."""
+    hammer = ListLinksHammer(daemon.socket_path, rate)
+    time.sleep(2)
+    began = time.monotonic()
+    lines = []
+    for i in range(100):
+        lines += [f"link add hb{i:03d}a type veth peer name hb{i:03d}b", f"link set hb{i:03d}a up",
+                  f"link set hb{i:03d}b up"]
+    cpu = proc_stat(daemon.pid)[0]
+    subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
+    returned = time.monotonic()
+    listed, _ = wait_for_links(ctl, daemon.socket_path, "hb", 200, returned)
+    hammer.stop()
+    label = f"ListLinks {rate:g}/s at {size()}"
+    figures[f"{label}: 200 more links listed, after ip -batch returned (s)"] = round(listed, 3)
+    figures[f"{label}: calls answered per second / failed"] = (
+        f"{hammer.calls / (time.monotonic() - began + 2):.1f} / {hammer.failures}")
+    figures[f"{label}: netdevd CPU per second meanwhile (s)"] = round(
+        (proc_stat(daemon.pid)[0] - cpu) / (time.monotonic() - returned + (returned - began)), 2)
+    subprocess.run(["ip", "-batch", "-"], input="".join(f"link del hb{i:03d}a\n" for i in range(100)), text=True,
+                   check=True)
+    wait_for_links(ctl, daemon.socket_path, "hb", 0, time.monotonic())
+
+
+def cut_off_warnings(pid):
+    """netdevd's journal entries saying it cut a control client off for leaving its replies unread."""
+    output = subprocess.run(
+        ["journalctl", "--no-pager", f"_PID={pid}", "-p", "warning", "-o", "cat"], capture_output=True, text=True).stdout
+    return sum(1 for line in output.splitlines() if "ClientTooSlow" in line)
+
+
+def stuck_monitor(figures, daemon, label):
+    """A monitor that reads its first reply, then stops reading while every burst link goes down and up: netdevd
+    cuts it off (io.netdevd.ClientTooSlow) once its bound of unread replies is reached. How long that took, whether
+    the client, reading again, finds the error, and netdevd's RSS before, at the cut and after."""
+    rss_before = proc_status(daemon.pid, "VmRSS")
+    warnings_before = cut_off_warnings(daemon.pid)
+    connection = varlink_call(daemon.socket_path, "io.netdevd.Monitor", more=True)
+    _, pending = varlink_reply(connection)
+    started = time.monotonic()
+    cut = None
+    for start in range(0, PAIRS, 250):
+        lines = []
+        for i in range(start, min(PAIRS, start + 250)):
+            lines += [f"link set {pair_name(i)}a down", f"link set {pair_name(i)}a up"]
+        subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
+        if cut_off_warnings(daemon.pid) > warnings_before:
+            cut = time.monotonic() - started
+            break
+    deadline = time.monotonic() + 10
+    while cut is None and time.monotonic() < deadline:
+        if cut_off_warnings(daemon.pid) > warnings_before:
+            cut = time.monotonic() - started
+        time.sleep(0.1)
+    rss_cut = proc_status(daemon.pid, "VmRSS")
+    told = pending
+    connection.settimeout(10)
+    try:
+        while True:
+            data = connection.recv(1 << 20)
+            if not data:
+                break
+            told += data
+    except OSError:
+        pass
+    connection.close()
+    time.sleep(2)
+    figures[f"{label}: a monitor that stops reading, cut off after (s)"] = round(cut, 2) if cut else "not cut off"
+    figures[f"{label}: ... then reading, it finds io.netdevd.ClientTooSlow"] = b"io.netdevd.ClientTooSlow" in told
+    figures[f"{label}: ... netdevd RSS before / at the cut / 2 s after it read (MiB)"] = (
+        f"{rss_before:.1f} / {rss_cut:.1f} / {proc_status(daemon.pid, 'VmRSS'):.1f}")
+
+
 def check_monitors(figures, label, monitors, ctl, socket_path):
     """Each monitor's rebuilt state against ListLinks, once it has caught up with netdevd's sequence."""
     if not monitors:
@@ -628,6 +757,10 @@ def main():
     parser.add_argument("--binary", required=True, help="the release netdevd")
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--links", type=int, default=1000, help="links in the burst (half as many veth pairs)")
+    parser.add_argument("--list-rate", type=float, default=0,
+                        help="after the create burst, 100 more pairs made while a client calls ListLinks this many times a second")
+    parser.add_argument("--stuck-monitor", action="store_true",
+                        help="after the create burst, a monitor that stops reading while every link goes down and up")
     parser.add_argument("--monitors", type=int, default=0,
                         help="netdevctl monitor --json=short --changes clients attached through the bursts")
     parser.add_argument("--rounds", type=int, default=1, help="create/delete bursts in the same process")
@@ -736,6 +869,10 @@ def main():
             burst_costs(
                 figures, label, before, daemon, journald, sampler, catalog, f"RSS at {size()}", problems, ctl)
 
+            if round_number == 1 and options.list_rate:
+                hammered_burst(figures, ctl, daemon, options.list_rate)
+            if round_number == 1 and options.stuck_monitor:
+                stuck_monitor(figures, daemon, label)
             if round_number == 1:
                 for arguments in (["links"], ["links", "--json=short"]):
                     times = []

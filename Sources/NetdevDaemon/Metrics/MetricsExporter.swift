@@ -17,15 +17,6 @@ import Glibc
 /// are unregistered, so none accumulate. Renders are serialised by a ``Locked``; each costs a pass over the links
 /// and devices, so it runs only when a file is due or a client asks.
 public final class MetricsExporter: Sendable {
-    /// The series of one link.
-    private struct LinkSeries {
-        var states: [(OperationalState, Gauge)]
-        var carrier: Gauge
-        var addresses: Gauge
-        var stateChanges: Counter
-        var lastChange: Gauge?
-    }
-
     /// The registry and every series in it.
     private struct Series {
         let registry = PrometheusCollectorRegistry()
@@ -35,9 +26,12 @@ public final class MetricsExporter: Sendable {
         let clients: Gauge
         let online: [(OnlineState, Gauge)]
         var overflows: [String: Counter] = [:]
-        /// By name, the series' label: two links never share a series, even in the moment a model holds two
-        /// links of one name (a rename racing a new link).
-        var links: [String: LinkSeries] = [:]
+        /// The per-link families, written beside the registry's text (``LinkMetricsText``).
+        var links = LinkMetricsText(
+            names: [Family.linkState, .carrier, .addresses, .stateChanges, .lastChange].map { family in
+                let descriptor = family.descriptor
+                return (descriptor.name, descriptor.helpText ?? "", family == .stateChanges ? "counter" : "gauge")
+            })
         var devices: [String: Gauge] = [:]
         var hooks: [String: (started: Counter, failed: Counter)] = [:]
 
@@ -102,7 +96,6 @@ public final class MetricsExporter: Sendable {
             series.overflows[monitor] = counter
             set(counter, to: count)
         }
-        renderLinks(model, counts, into: &series)
         renderDevices(model, into: &series)
         for (name, hook) in counts.hooks {
             let counters =
@@ -115,46 +108,8 @@ public final class MetricsExporter: Sendable {
         // Into a buffer of its own: the registry's emitToBuffer() keeps its buffer (600 KB at 1,000 links) for good.
         var text: [UInt8] = []
         series.registry.emit(into: &text)
+        series.links.render(model, counts, into: &text)
         return text
-    }
-
-    private static func renderLinks(_ model: Model, _ counts: MetricsRecorder.Counts, into series: inout Series) {
-        // The lowest index of each name: the series' link.
-        var named: [String: Link] = [:]
-        for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
-            named[link.name] = link
-        }
-        for (name, link) in series.links where named[name] == nil {
-            unregister(link, from: series.registry)
-            series.links[name] = nil
-        }
-        for (name, link) in named {
-            let labels = [("link", name)]
-            var entry =
-                series.links[name]
-                ?? LinkSeries(
-                    states: OperationalState.allCases.map { state in
-                        (state, series.gauge(.linkState, labels + [("state", state.rawValue)]))
-                    },
-                    carrier: series.gauge(.carrier, labels),
-                    addresses: series.gauge(.addresses, labels),
-                    stateChanges: series.counter(.stateChanges, labels),
-                    lastChange: nil
-                )
-            let state = link.operationalState
-            for (candidate, gauge) in entry.states { gauge.set(to: candidate == state ? 1 : 0) }
-            entry.carrier.set(to: link.state.hasLowerUp ? 1 : 0)
-            entry.addresses.set(to: Double(link.addresses.count))
-            // A link the counts do not know (yet, or any more: a model older than the counts) keeps what its series
-            // said; a new one starts at 0.
-            if let activity = counts.links[link.index] {
-                set(entry.stateChanges, to: activity.stateChanges)
-                let lastChange = entry.lastChange ?? series.gauge(.lastChange, labels)
-                lastChange.set(to: activity.lastChange)
-                entry.lastChange = lastChange
-            }
-            series.links[name] = entry
-        }
     }
 
     private static func renderDevices(_ model: Model, into series: inout Series) {
@@ -171,14 +126,6 @@ public final class MetricsExporter: Sendable {
             devices.set(to: Double(count))
             series.devices[subsystem] = devices
         }
-    }
-
-    private static func unregister(_ link: LinkSeries, from registry: PrometheusCollectorRegistry) {
-        for (_, gauge) in link.states { registry.unregisterGauge(gauge) }
-        registry.unregisterGauge(link.carrier)
-        registry.unregisterGauge(link.addresses)
-        registry.unregisterCounter(link.stateChanges)
-        if let lastChange = link.lastChange { registry.unregisterGauge(lastChange) }
     }
 
     /// Sets a counter to a count kept elsewhere (counts only grow, so the series still only grows).
