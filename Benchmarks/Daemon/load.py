@@ -575,13 +575,16 @@ def drift(ctl, socket_path):
     return problems
 
 
-def settle_drift(ctl, socket_path, timeout=10):
-    """Drift once the kernel has settled (DAD finishing changes addresses for a second or two after a burst)."""
-    deadline = time.monotonic() + timeout
+def settle_drift(ctl, socket_path, timeout=None):
+    """Drift once the kernel has settled (DAD finishing changes addresses for a second or two after a burst; longer
+    with thousands of links), and how long it took to be none."""
+    began = time.monotonic()
+    deadline = began + (timeout or max(10, PAIRS / 250))
     problems = drift(ctl, socket_path)
     while problems and time.monotonic() < deadline:
         time.sleep(0.2)
         problems = drift(ctl, socket_path)
+    settle_drift.seconds = time.monotonic() - began
     return problems
 
 
@@ -748,6 +751,9 @@ def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_
         f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
     figures[f"{label}: {rss_label}, RSS / PSS / USS / private dirty (MiB)"] = memory_rollup(daemon.pid)
     figures[f"{label}: drift against ip -j link/addr"] = len(problems)
+    figures[f"{label}: drift checks took (s)"] = round(settle_drift.seconds, 1)
+    figures[f"{label}: resyncs so far (the kernel reported lost events)"] = json.loads(
+        netdevctl(ctl, daemon.socket_path, "status", "--json=short"))["resyncs"]
     for problem in problems[:10]:
         print(f"  drift: {problem}", file=sys.stderr)
 

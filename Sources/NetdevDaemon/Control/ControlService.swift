@@ -96,6 +96,8 @@ public final class ControlService: Sendable {
         guard model.isEnumerated else { return }
         let (previous, parked) = withState { state -> (Model?, [@Sendable (Model) -> Void]) in
             defer {
+                // Replies kept for an older sequence are never sent again: at 20,000 links they are megabytes.
+                if state.latest?.changeSequence != model.changeSequence { state.replies = [:] }
                 state.latest = model
                 state.parked = []
             }
