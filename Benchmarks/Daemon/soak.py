@@ -18,8 +18,9 @@ empties at every check), then:
   - every --check-every (a fifth of the duration below 50 minutes, so there are always 5, after a baseline check
     once the monitors are attached) pauses the churn, lets the kernel settle, and checks: netdevd's links and
     addresses against `ip -j link` / `ip -j addr` (no difference, within 30 s), each fast monitor's last state
-    against `netdevctl links` (equal within 30 s), and records netdevd's RSS, descriptors, threads and CPU (and its
-    hook runner's descriptors and threads); one line per check is printed at once.
+    against `netdevctl links` (equal, once it has printed nothing new for 30 s; 2 minutes at most), and records
+    netdevd's RSS, descriptors, threads and CPU (and its hook runner's descriptors and threads); one line per check
+    is printed at once.
 
 At the end it deletes every link it made, stops netdevd, prints the checks as a table and a verdict. PASS needs:
 RSS, descriptors and threads at the last check within 5% of the first check after the baseline (descriptors and
@@ -499,13 +500,20 @@ class Soak:
     def cut_off_entries(self):
         return [m for _, m in self.journal() if self.is_cut_off_entry(m)]
 
-    def monitors_against_links(self, deadline):
+    def monitors_against_links(self, quiet=SETTLE_TIMEOUT, limit=120):
         """Polls until every fast monitor's last state equals `netdevctl links` (index, name, operational state,
-        addresses) or `deadline`; returns the monitors that differ, with what differs."""
+        addresses); returns the monitors that differ, with what differs. A monitor that differs while it still
+        prints (behind, on a busy machine: each state costs netdevctl tens of milliseconds) is waited for; one that
+        has printed nothing for `quiet` seconds, or any after `limit` seconds, is reported."""
+        began = time.monotonic()
+        printed = {}    # monitor number -> (lines read, when that count was first seen)
         while True:
             ours = {link_key(link) for link in load.links(self.ctl, self.socket_path)}
-            differing = []
+            now = time.monotonic()
+            differing, waiting = [], False
             for monitor in self.monitors:
+                if printed.get(monitor.number, (None,))[0] != monitor.lines:
+                    printed[monitor.number] = (monitor.lines, now)
                 state = monitor.state() if monitor.alive() else None
                 if state is None:
                     differing.append(f"monitor {monitor.number}: {monitor.outcome()}")
@@ -515,9 +523,10 @@ class Soak:
                     only_monitor, only_list = sorted(theirs - ours)[:2], sorted(ours - theirs)[:2]
                     differing.append(f"monitor {monitor.number}: {len(theirs ^ ours)} links differ "
                                      f"(monitor only: {only_monitor}; ListLinks only: {only_list})")
-            if not differing or time.monotonic() > deadline:
+                    waiting |= now - printed[monitor.number][1] < quiet
+            if not differing or not waiting or now - began > limit:
                 return differing
-            time.sleep(0.5)
+            time.sleep(1)
 
     def check(self, label):
         """Pauses (the churn runs in this thread), settles, checks, records and prints one line."""
@@ -529,7 +538,7 @@ class Soak:
         tentative = sum(1 for entry in ip_json("addr") for a in entry.get("addr_info", []) if a.get("tentative"))
         for problem in problems[:10]:
             print(f"  drift: {problem}", file=sys.stderr)
-        differing = self.monitors_against_links(time.monotonic() + SETTLE_TIMEOUT)
+        differing = self.monitors_against_links()
         for line in differing[:10]:
             print(f"  monitor: {line}", file=sys.stderr)
         self.watch_slow_monitor()
@@ -595,11 +604,11 @@ class Soak:
                     self.watch_slow_monitor()
                     last_watch = time.monotonic()
                 next_batch += 1 / rate
-                pause = next_batch - time.monotonic()
-                if pause > 0:
-                    time.sleep(pause)
+                now = time.monotonic()
+                if next_batch > now:
+                    time.sleep(min(next_batch - now, max(0.0, slice_end - self.churn_seconds - (now - began))))
                 else:
-                    next_batch = time.monotonic()
+                    next_batch = now
             self.churn_seconds += time.monotonic() - began
             self.check(str(number))
             number += 1
