@@ -551,8 +551,10 @@ def wait_for_links(ctl, socket_path, prefix, count, after, timeout=120):
     raise RuntimeError(f"netdevctl did not list {count} {prefix}* links within {timeout} s")
 
 
-def drift(ctl, socket_path):
-    """Differences between netdevd's links and addresses and the kernel's (`ip -j link`, `ip -j addr`)."""
+def drift(ctl, socket_path, tentative=True):
+    """Differences between netdevd's links and addresses and the kernel's (`ip -j link`, `ip -j addr`). With
+    `tentative` False, an IPv6 address the kernel still holds as tentative (DAD not done: the kernel announces it
+    only once DAD ends, though its dump lists it) is left out on both sides."""
     ours = {link["index"]: link for link in links(ctl, socket_path)}
     kernel = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout)
     kernel_links = json.loads(
@@ -569,21 +571,25 @@ def drift(ctl, socket_path):
             continue
         if link["name"] != entry["ifname"]:
             problems.append(f"{entry['ifindex']}: name {link['name']} != {entry['ifname']}")
-        addresses = {f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])}
-        if set(link["addresses"]) != addresses:
+        addresses = {f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", [])
+                     if tentative or not a.get("tentative")}
+        listed = set(link["addresses"])
+        if not tentative:
+            listed -= {f"{a['local']}/{a['prefixlen']}" for a in entry.get("addr_info", []) if a.get("tentative")}
+        if listed != addresses:
             problems.append(f"{entry['ifname']}: addresses {sorted(link['addresses'])} != {sorted(addresses)}")
     return problems
 
 
-def settle_drift(ctl, socket_path, timeout=None):
+def settle_drift(ctl, socket_path, timeout=None, tentative=True):
     """Drift once the kernel has settled (DAD finishing changes addresses for a second or two after a burst; longer
     with thousands of links), and how long it took to be none."""
     began = time.monotonic()
     deadline = began + (timeout or max(10, PAIRS / 250))
-    problems = drift(ctl, socket_path)
+    problems = drift(ctl, socket_path, tentative)
     while problems and time.monotonic() < deadline:
         time.sleep(0.2)
-        problems = drift(ctl, socket_path)
+        problems = drift(ctl, socket_path, tentative)
     settle_drift.seconds = time.monotonic() - began
     return problems
 

@@ -211,7 +211,7 @@ def kernel(results):
 
 def summary(results):
     missing = False
-    for tier in ("unit", "kernel", "end-to-end", "fuzz"):
+    for tier in ("unit", "kernel", "end-to-end", "fuzz", "soak"):
         path = results / f"{tier}.tally"
         if path.exists():
             first = path.read_text().splitlines()[0]
