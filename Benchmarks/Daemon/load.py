@@ -901,22 +901,22 @@ def main():
                         statistics.median(times) * 1000, 1)
                     figures[f"{command} at {size()}, netdevd CPU per call (ms)"] = round(
                         (cpu_after - cpu_before) * 1000 / 20, 1)
-                if options.metrics:
-                    # The first call after the burst registers what the file's last write did not; then each is a
-                    # pass over the links.
-                    times = []
-                    for _ in range(6):
-                        cpu_before, _ = proc_stat(daemon.pid)
-                        before = time.monotonic()
-                        text = netdevctl(ctl, daemon.socket_path, "metrics")
-                        times.append((time.monotonic() - before, proc_stat(daemon.pid)[0] - cpu_before))
-                    figures[f"netdevctl metrics at {size()}, first call: wall / netdevd CPU (ms)"] = (
-                        round(times[0][0] * 1000, 1), round(times[0][1] * 1000, 1))
-                    figures[f"netdevctl metrics at {size()}, median of 5 more: wall / netdevd CPU (ms)"] = (
-                        round(statistics.median(t[0] for t in times[1:]) * 1000, 1),
-                        round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
-                    figures[f"metrics text at {size()} (bytes, series)"] = (
-                        len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
+                # GetMetrics renders whether or not the file is written (--metrics).
+                # The first call after the burst registers what the file's last write did not; then each is a
+                # pass over the links.
+                times = []
+                for _ in range(6):
+                    cpu_before, _ = proc_stat(daemon.pid)
+                    before = time.monotonic()
+                    text = netdevctl(ctl, daemon.socket_path, "metrics")
+                    times.append((time.monotonic() - before, proc_stat(daemon.pid)[0] - cpu_before))
+                figures[f"netdevctl metrics at {size()}, first call: wall / netdevd CPU (ms)"] = (
+                    round(times[0][0] * 1000, 1), round(times[0][1] * 1000, 1))
+                figures[f"netdevctl metrics at {size()}, median of 5 more: wall / netdevd CPU (ms)"] = (
+                    round(statistics.median(t[0] for t in times[1:]) * 1000, 1),
+                    round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
+                figures[f"metrics text at {size()} (bytes, series)"] = (
+                    len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
                 starts, starts_cpu = [], []

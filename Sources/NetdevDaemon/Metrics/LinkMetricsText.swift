@@ -5,7 +5,7 @@ import NetdevSession
 /// whole table to add one series to it, so registering a host's links is quadratic: at 20,000 links (140,000
 /// state series) one render took more than a minute (`make benchmark-daemon LINKS=20000` with 1.6.0). Written
 /// here, a render is one pass over the links, in the registry's text form (`# HELP`, `# TYPE`, then
-/// `name{labels} value` with gauges as Swift prints a `Double`), sorted by link name.
+/// `name{labels} value` with gauges as Swift prints a `Double`), in the order of the links' indexes.
 ///
 /// Contract: each link name has one series per family, from the link of the lowest index of that name (two links
 /// share a name only in the moment a rename races a new link); a link the counts do not know (yet, or any more)
@@ -13,81 +13,92 @@ import NetdevSession
 struct LinkMetricsText {
     /// What each link name's series last showed of the counts: its state changes and last change.
     private var shown: [String: MetricsRecorder.LinkActivity] = [:]
+    /// Each family's name, `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last change).
+    private let names: [[UInt8]]
+    private let headers: [[UInt8]]
+    /// `,state="off"} ` and the others, in `OperationalState.allCases`' order.
+    private let stateLabels: [[UInt8]]
 
-    /// The families' names and help texts: (state, carrier, addresses, state changes, last change).
-    let names: [(name: String, help: String, type: String)]
-
-    init(names: [(name: String, help: String, type: String)]) {
-        self.names = names
+    init(names families: [(name: String, help: String, type: String)]) {
+        names = families.map { Array($0.name.utf8) }
+        headers = families.map { family in
+            var header = Array("# HELP \(family.name) ".utf8)
+            for byte in family.help.utf8 {
+                if byte == UInt8(ascii: "\\") { header.append(byte) }
+                header.append(byte)
+            }
+            header += Array("\n# TYPE \(family.name) \(family.type)\n".utf8)
+            return header
+        }
+        stateLabels = OperationalState.allCases.map {
+            Array(#",state=""#.utf8) + Array($0.rawValue.utf8) + Array(#""} "#.utf8)
+        }
     }
 
-    /// Appends the families for `model`'s links to `text`, with `counts`' state changes and last change times.
+    private static let one = Array("1.0\n".utf8)
+    private static let zero = Array("0.0\n".utf8)
+
+    /// Appends the families for `model`'s links to `text`, with `counts`' state changes and last change times:
+    /// one pass over the links, the text assembled from bytes made once (at 20,000 links, 200,000 series).
     mutating func render(_ model: Model, _ counts: MetricsRecorder.Counts, into text: inout [UInt8]) {
         var named: [String: Link] = [:]
+        named.reserveCapacity(model.links.count)
         for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
             named[link.name] = link
         }
         var shownNow: [String: MetricsRecorder.LinkActivity] = [:]
         shownNow.reserveCapacity(named.count)
-        let links = named.sorted { $0.key < $1.key }
-        for (name, link) in links {
-            if let activity = counts.links[link.index] ?? shown[name] { shownNow[name] = activity }
-        }
-        shown = shownNow
-        var lines: [(label: [UInt8], link: Link)] = []
-        lines.reserveCapacity(links.count)
-        for (name, link) in links {
-            var label = Array(#"link=""#.utf8)
+        var lines: [(label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?)] = []
+        lines.reserveCapacity(named.count)
+        for (name, link) in named {
+            let activity = counts.links[link.index] ?? shown[name]
+            if let activity { shownNow[name] = activity }
+            var label = Array(#"{link=""#.utf8)
             Self.appendEscaped(name, to: &label)
             label.append(UInt8(ascii: "\""))
-            lines.append((label, link))
+            lines.append((label, link, activity))
         }
-        header(0, into: &text)
-        for (label, link) in lines {
-            let state = link.operationalState
-            for candidate in OperationalState.allCases {
-                series(0, label, extra: #",state=""# + candidate.rawValue + "\"", into: &text)
-                text.append(contentsOf: (candidate == state ? "1.0" : "0.0").utf8)
-                text.append(UInt8(ascii: "\n"))
+        shown = shownNow
+        lines.sort { $0.link.index < $1.link.index }
+        text.reserveCapacity(text.count + lines.count * 600)
+        text += headers[0]
+        for line in lines {
+            let state = line.link.operationalState
+            for (candidate, stateLabel) in zip(OperationalState.allCases, stateLabels) {
+                text += names[0]
+                text += line.label
+                text += stateLabel
+                text += candidate == state ? Self.one : Self.zero
             }
         }
-        family(1, lines, into: &text) { "\(Double($0.state.hasLowerUp ? 1 : 0))" }
-        family(2, lines, into: &text) { "\(Double($0.addresses.count))" }
-        family(3, lines, into: &text) { link in "\(shownNow[link.name]?.stateChanges ?? 0)" }
-        let changed = lines.filter { shownNow[$0.link.name] != nil }
+        family(1, lines, into: &text) { line, text in text += line.link.state.hasLowerUp ? Self.one : Self.zero }
+        family(2, lines, into: &text) { line, text in
+            text += Array("\(Double(line.link.addresses.count))\n".utf8)
+        }
+        family(3, lines, into: &text) { line, text in text += Array("\(line.shown?.stateChanges ?? 0)\n".utf8) }
+        let changed = lines.filter { $0.shown != nil }
         if !changed.isEmpty {
-            family(4, changed, into: &text) { link in "\(shownNow[link.name]?.lastChange ?? 0)" }
+            family(4, changed, into: &text) { line, text in
+                text += Array("\(line.shown?.lastChange ?? 0)\n".utf8)
+            }
         }
     }
 
     private func family(
-        _ number: Int, _ lines: [(label: [UInt8], link: Link)], into text: inout [UInt8], value: (Link) -> String
+        _ number: Int, _ lines: [(label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?)],
+        into text: inout [UInt8],
+        value: ((label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?), inout [UInt8]) -> Void
     ) {
-        header(number, into: &text)
-        for (label, link) in lines {
-            series(number, label, extra: "", into: &text)
-            text.append(contentsOf: value(link).utf8)
-            text.append(UInt8(ascii: "\n"))
+        text += headers[number]
+        for line in lines {
+            text += names[number]
+            text += line.label
+            text += Self.closing
+            value(line, &text)
         }
     }
 
-    private func header(_ number: Int, into text: inout [UInt8]) {
-        let family = names[number]
-        text.append(contentsOf: "# HELP \(family.name) ".utf8)
-        for byte in family.help.utf8 {
-            if byte == UInt8(ascii: "\\") { text.append(byte) }
-            text.append(byte)
-        }
-        text.append(contentsOf: "\n# TYPE \(family.name) \(family.type)\n".utf8)
-    }
-
-    private func series(_ number: Int, _ label: [UInt8], extra: String, into text: inout [UInt8]) {
-        text.append(contentsOf: names[number].name.utf8)
-        text.append(UInt8(ascii: "{"))
-        text.append(contentsOf: label)
-        text.append(contentsOf: extra.utf8)
-        text.append(contentsOf: "} ".utf8)
-    }
+    private static let closing = Array("} ".utf8)
 
     /// A label value as the text format escapes it: backslash, double quote and line feed.
     static func appendEscaped(_ value: String, to text: inout [UInt8]) {
