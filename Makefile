@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon soak benchmark-dispatchers benchmark-handwritten benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -173,6 +173,12 @@ order-file: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Benchmarks/OrderFile/generate.sh .build/release/netdevd
 	rm -f .build/release/netdevd   # linked with the old list: the next build links again
+
+# What a host's size costs netdevd's code without a kernel (Benchmarks/LargeHost): at 1,000 and 20,000 links, the
+# heap per link, the session's update and a monitor's change report per event, a ListLinks reply, a metrics render.
+benchmark-large-host: deps $(STATIC_CXX)/libstdc++.so
+	$(SWIFT) build $(RELEASE_FLAGS) --product LargeHost
+	.build/release/LargeHost
 
 # The recorded 500-pair burst (Benchmarks/ReplayLoop/Fixtures) replayed through a loop under callgrind: the
 # instructions per kernel message of MobiusCore and the session, repeatable on a noisy machine.

@@ -139,6 +139,14 @@ let package = Package(
             exclude: ["Fixtures"],
             swiftSettings: strict
         ),
+        // What a host's size costs the session, the monitors' changes, ListLinks and the metrics, without a kernel
+        // (make benchmark-large-host).
+        .executableTarget(
+            name: "LargeHost",
+            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "JSONCoding"],
+            path: "Benchmarks/LargeHost",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "MobiusCounter",
             dependencies: ["MobiusCasePaths"],

@@ -1,0 +1,143 @@
+// What a host's size costs netdevd's code, without a kernel: a model of N links (each with an address and a net
+// device carrying the udev properties a veth has) built from a snapshot, then, at N = 1,000 and 20,000:
+//
+//   - the memory the model holds per link (the resident set after the model is built less before);
+//   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
+//   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
+//     comparison, from the two whole models;
+//   - a `ListLinks` reply (the whole table encoded) and a metrics render (the text `GetMetrics` and the textfile
+//     write make);
+//
+//   make benchmark-large-host
+//
+// Each figure is the median of 5 timed passes (thread CPU time), so it can be compared between the two sizes on a
+// noisy machine: a flat cost per event is the same at both.
+
+import Foundation
+import JSONCoding
+import NetdevDaemon
+import NetdevSession
+import NetdevWire
+
+func cpuNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// The median of 5 passes of `body`, in microseconds of this thread's CPU, divided by `per`.
+func measure(per: Int = 1, _ body: () -> Void) -> Double {
+    var passes: [Double] = []
+    for _ in 0..<5 {
+        let start = cpuNanoseconds()
+        body()
+        passes.append(Double(cpuNanoseconds() - start) / 1_000 / Double(per))
+    }
+    return passes.sorted()[2]
+}
+
+/// The resident set now, in bytes (/proc/self/statm).
+func residentBytes() -> Int {
+    let fields = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8))?.split(separator: " ") ?? []
+    return (fields.count > 1 ? Int(fields[1]) ?? 0 : 0) * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+func linkState(_ index: Int32, up: Bool) -> LinkState {
+    LinkState(
+        index: index, name: "nb\(index)a", kind: "veth", macAddress: "aa:bb:cc:dd:\(index % 100):\(index % 7)",
+        mtu: 1500, isUp: up, hasLowerUp: up, kernelState: up ? .up : .down)
+}
+
+/// The properties udev gives a veth's net device.
+func netDevice(_ index: Int32) -> Device {
+    let name = "nb\(index)a"
+    return Device(
+        syspath: "/sys/devices/virtual/net/\(name)", sysname: name, subsystem: "net", driver: nil,
+        properties: [
+            "DEVPATH": "/devices/virtual/net/\(name)", "SUBSYSTEM": "net", "INTERFACE": name, "IFINDEX": "\(index)",
+            "USEC_INITIALIZED": "\(1_000_000 + Int(index))", "ID_NET_NAMING_SCHEME": "v252", "ID_NET_DRIVER": "veth",
+            "ID_NET_LINK_FILE": "/usr/lib/systemd/network/99-default.link", "ID_NET_NAME_MAC": "enxaabbccdd\(index)",
+            "SYSTEMD_ALIAS": "/sys/subsystem/net/devices/\(name)", "TAGS": ":systemd:", "CURRENT_TAGS": ":systemd:",
+        ])
+}
+
+func model(links count: Int) -> Model {
+    let links = (1...Int32(count)).map { index in
+        Link(
+            state: linkState(index, up: true),
+            addresses: [LinkAddress(family: .ipv6, address: "fe80::a8bb:ccff:fedd:\(index)", prefixLength: 64)])
+    }
+    let start = Session.initiate(Model(maximumLogPriority: .info)).model
+    let snapshot = Snapshot(links: links, devices: (1...Int32(count)).map(netDevice))
+    return Session.update(start, .enumerated(generation: start.enumerationGeneration, snapshot: snapshot)).model
+        ?? start
+}
+
+var rows: [(String, [String])] = []
+for size in [1_000, 20_000] {
+    let before = residentBytes()
+    var current = model(links: size)
+    let perLink = Double(residentBytes() - before) / Double(size)
+    // 2,000 events: each link of the first 1,000 goes down, then up.
+    let events = (1...Int32(1_000)).flatMap { index in
+        [Event.linkChanged(linkState(index, up: false)), .linkChanged(linkState(index, up: true))]
+    }
+    var models: [Model] = []
+    let update = measure(per: events.count) {
+        var model = current
+        models = []
+        for event in events {
+            model = Session.update(model, event).model ?? model
+            models.append(model)
+        }
+    }
+    var reportBytes = 0
+    let noted = measure(per: events.count) {
+        var previous = current
+        for model in models {
+            reportBytes +=
+                (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
+                ?? 0
+            previous = model
+        }
+    }
+    let whole = measure(per: events.count) {
+        var previous = current
+        for var model in models {
+            model.lastChange = .everything
+            reportBytes +=
+                (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
+                ?? 0
+            previous = model
+        }
+    }
+    current = models.last ?? current
+    var listBytes = 0
+    let list = measure {
+        listBytes = (try? JSONTextEncoder().encode(["links": current.sortedLinks.map(LinkReport.init)]))?.count ?? 0
+    }
+    let recorder = MetricsRecorder()
+    recorder.note(current.links.keys.map { Activity.linkAdded(index: $0) })
+    let exporter = MetricsExporter(recorder: recorder, version: "benchmark")
+    var metricsBytes = 0
+    let metrics = measure { metricsBytes = exporter.render(current, clients: 1).count }
+    rows.append(
+        (
+            "\(size) links",
+            [
+                String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.1f", noted),
+                String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
+                String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
+            ]
+        ))
+    _ = reportBytes
+}
+let titles = [
+    "resident memory per link (bytes)", "session update per event (µs)", "change report per event, noted (µs)",
+    "change report per event, whole models compared (µs)", "ListLinks reply (ms)", "metrics render (ms)",
+]
+for (number, title) in titles.enumerated() {
+    print(
+        title.padding(toLength: 52, withPad: " ", startingAt: 0),
+        rows.map { "\($0.0): \($0.1[number])" }.joined(separator: "   "))
+}
