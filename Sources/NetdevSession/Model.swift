@@ -202,7 +202,9 @@ public struct Model: Codable, Sendable, Equatable {
     /// links).
     public var onlineMissing: [String]? {
         guard onlineState != .online else { return nil }
-        guard storedConfiguration.requiredInterfaces.isEmpty, storedLinks.count > Self.onlineMissingListed else {
+        guard storedConfiguration.requiredInterfaces.isEmpty, storedLinks.count > Self.onlineMissingListed,
+            online.candidates > 0
+        else {
             return OnlineEvaluation.missing(of: storedLinks.values, configuration: storedConfiguration)
         }
         return [

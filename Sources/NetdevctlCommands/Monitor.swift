@@ -52,6 +52,9 @@ struct Monitor: NetdevctlCommand {
         if linksOnly && devicesOnly {
             throw UsageError(Self.spec, "--links-only and --devices-only exclude each other")
         }
+        if changes && options.json == .off {
+            throw UsageError(Self.spec, "--changes changes what --json prints: give --json=short or --json=pretty")
+        }
     }
 
     var filter: MonitorFilter {

@@ -41,11 +41,12 @@ struct MonitorFilter: Sendable {
         var change = change
         let admittedBefore = Set(before.links.filter(admits).map(\.index))
         let leaving = change.links.filter { !admits($0) && admittedBefore.contains($0.index) }.map(\.index)
-        change.removedLinks = change.removedLinks.filter { admittedBefore.contains($0) } + leaving
+        change.removedLinks = (change.removedLinks.filter { admittedBefore.contains($0) } + leaving).sorted()
         change.links = change.links.filter(admits)
         let devicesBefore = Set((before.devices ?? []).filter(admits).map(\.syspath))
         let gone = change.devices.filter { !admits($0) && devicesBefore.contains($0.syspath) }.map(\.syspath)
-        change.removedDevices = devices ? change.removedDevices.filter { devicesBefore.contains($0) } + gone : []
+        change.removedDevices =
+            devices ? (change.removedDevices.filter { devicesBefore.contains($0) } + gone).sorted() : []
         change.devices = devices ? change.devices.filter(admits) : []
         return change
     }

@@ -59,6 +59,8 @@ struct LinkMetricsText {
             lines.append((label, link, activity))
         }
         shown = shownNow
+        // No link, no family: as the registry, which leaves out families without series.
+        guard !lines.isEmpty else { return }
         lines.sort { $0.link.index < $1.link.index }
         text.reserveCapacity(text.count + lines.count * 600)
         text += headers[0]
