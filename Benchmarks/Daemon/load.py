@@ -101,14 +101,14 @@ def machine_busy():
     return (sum(ticks[:8]) - ticks[3] - ticks[4]) / CLOCK_TICKS
 
 
-def runner_stat(pid):
-    """(utime+stime, cutime+cstime) of netdevd's hook runner (its child `netdevd --serve-hooks`), in seconds; zeros
-    for a netdevd that starts hooks itself."""
-    own = hooks = 0.0
+def hook_runner_pids(pid):
+    """The pids of netdevd's hook runner (its child `netdevd --serve-hooks`); none for a netdevd that starts hooks
+    itself."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return own, hooks
+        return []
+    runners = []
     for task in tasks:
         try:
             children = open(f"/proc/{pid}/task/{task}/children").read().split()
@@ -116,13 +116,24 @@ def runner_stat(pid):
             continue
         for child in children:
             try:
-                if b"--serve-hooks" not in open(f"/proc/{child}/cmdline", "rb").read():
-                    continue
-                cpu, reaped = proc_stat(int(child))
+                if b"--serve-hooks" in open(f"/proc/{child}/cmdline", "rb").read():
+                    runners.append(int(child))
             except (OSError, ValueError):
                 continue
-            own += cpu
-            hooks += reaped
+    return runners
+
+
+def runner_stat(pid):
+    """(utime+stime, cutime+cstime) of netdevd's hook runner, in seconds; zeros for a netdevd that starts hooks
+    itself."""
+    own = hooks = 0.0
+    for runner in hook_runner_pids(pid):
+        try:
+            cpu, reaped = proc_stat(runner)
+        except (OSError, ValueError):
+            continue
+        own += cpu
+        hooks += reaped
     return own, hooks
 
 

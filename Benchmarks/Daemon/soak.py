@@ -98,18 +98,7 @@ def process_counts(pid):
 
 def hook_runner_pid(pid):
     """The pid of netdevd's hook runner (its child `netdevd --serve-hooks`), or None."""
-    for task in os.listdir(f"/proc/{pid}/task"):
-        try:
-            children = open(f"/proc/{pid}/task/{task}/children").read().split()
-        except OSError:
-            continue
-        for child in children:
-            try:
-                if b"--serve-hooks" in open(f"/proc/{child}/cmdline", "rb").read():
-                    return int(child)
-            except OSError:
-                continue
-    return None
+    return next(iter(load.hook_runner_pids(pid)), None)
 
 
 def link_key(link):

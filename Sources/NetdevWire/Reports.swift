@@ -43,13 +43,7 @@ public struct StateReport: Codable, Sendable, Equatable {
     /// state, applying every change in order gives exactly the state (links and devices) the daemon holds.
     public func applying(_ change: ChangeReport) -> StateReport {
         var next = self
-        next.sequence = change.sequence
-        next.phase = change.phase
-        next.onlineState = change.onlineState
-        next.deviceCounts = change.deviceCounts
-        next.resyncs = change.resyncs
-        next.staleHookRunsDropped = change.staleHookRunsDropped
-        next.onlineMissing = change.onlineMissing
+        next.takeSmallParts(of: change)
         let removed = Set(change.removedLinks)
         var byIndex = Dictionary(
             links.filter { !removed.contains($0.index) }.map { ($0.index, $0) }, uniquingKeysWith: { _, last in last })
@@ -64,6 +58,20 @@ public struct StateReport: Codable, Sendable, Equatable {
             next.devices = byPath.values.sorted { $0.precedes($1) }
         }
         return next
+    }
+}
+
+extension StateReport {
+    /// Takes what `change` carries in full (sequence, phase, online state, counts, what the online state waits
+    /// for); the links and devices are left as they are.
+    public mutating func takeSmallParts(of change: ChangeReport) {
+        sequence = change.sequence
+        phase = change.phase
+        onlineState = change.onlineState
+        deviceCounts = change.deviceCounts
+        resyncs = change.resyncs
+        staleHookRunsDropped = change.staleHookRunsDropped
+        onlineMissing = change.onlineMissing
     }
 }
 

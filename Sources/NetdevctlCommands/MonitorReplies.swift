@@ -83,13 +83,7 @@ struct MonitorReplies {
             for device in change.devices { devices?[device.syspath] = device }
         }
         var after = current
-        after.sequence = change.sequence
-        after.phase = change.phase
-        after.onlineState = change.onlineState
-        after.deviceCounts = change.deviceCounts
-        after.resyncs = change.resyncs
-        after.staleHookRunsDropped = change.staleHookRunsDropped
-        after.onlineMissing = change.onlineMissing
+        after.takeSmallParts(of: change)
         header = after
         after.links = change.links
         after.devices = devices == nil ? nil : change.devices
