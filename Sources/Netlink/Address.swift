@@ -72,7 +72,9 @@ extension NetlinkAddress {
     static func parse(_ reader: ByteReader, _ frame: NetlinkFrame) throws(NetlinkParseError) -> NetlinkAddress? {
         let start = frame.payloadOffset
         guard frame.payloadLength >= Kernel.ifaddrmsgLength else {
-            throw NetlinkParseError(offset: start, reason: "address message too short for ifaddrmsg")
+            // At the message's header: an empty payload starts where the datagram ends.
+            throw NetlinkParseError(
+                offset: start - Kernel.headerLength, reason: "address message too short for ifaddrmsg")
         }
         guard let family = AddressFamily(kernel: try reader.u8(at: start)) else { return nil }
         var flags = AddressFlags(rawValue: UInt32(try reader.u8(at: start + 2)))

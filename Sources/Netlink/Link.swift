@@ -109,7 +109,8 @@ extension NetlinkLink {
     static func parse(_ reader: ByteReader, _ frame: NetlinkFrame) throws(NetlinkParseError) -> NetlinkLink {
         let start = frame.payloadOffset
         guard frame.payloadLength >= Kernel.ifinfomsgLength else {
-            throw NetlinkParseError(offset: start, reason: "link message too short for ifinfomsg")
+            // At the message's header: an empty payload starts where the datagram ends.
+            throw NetlinkParseError(offset: start - Kernel.headerLength, reason: "link message too short for ifinfomsg")
         }
         var link = NetlinkLink(
             index: try reader.i32(at: start + 4),
