@@ -5,10 +5,12 @@
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models;
-//   - a `ListLinks` reply (the whole table encoded) and a metrics render (the text `GetMetrics` and the textfile
-//     write make);
+//   - a `ListLinks` reply (the whole table encoded), the same reply decoded as `netdevctl links` decodes it and
+//     printed again as `netdevctl links --json=short` prints it, and a metrics render (the text `GetMetrics` and the
+//     textfile write make);
 //
 //   make benchmark-large-host
+//   .build/release/LargeHost --once 20000    (one size, one pass of each: for callgrind)
 //
 // Each figure is the median of 5 timed passes (thread CPU time), so it can be compared between the two sizes on a
 // noisy machine: a flat cost per event is the same at both.
@@ -25,15 +27,20 @@ func cpuNanoseconds() -> UInt64 {
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
-/// The median of 5 passes of `body`, in microseconds of this thread's CPU, divided by `per`.
+let arguments = CommandLine.arguments.dropFirst()
+let passCount = arguments.contains("--once") ? 1 : 5
+let sizes = arguments.compactMap { Int($0) }
+
+/// The median of 5 passes of `body` (or the one pass of `--once`), in microseconds of this thread's CPU, divided by
+/// `per`.
 func measure(per: Int = 1, _ body: () -> Void) -> Double {
     var passes: [Double] = []
-    for _ in 0..<5 {
+    for _ in 0..<passCount {
         let start = cpuNanoseconds()
         body()
         passes.append(Double(cpuNanoseconds() - start) / 1_000 / Double(per))
     }
-    return passes.sorted()[2]
+    return passes.sorted()[passes.count / 2]
 }
 
 /// The resident set now, in bytes (/proc/self/statm).
@@ -74,7 +81,7 @@ func model(links count: Int) -> Model {
 }
 
 var rows: [(String, [String])] = []
-for size in [1_000, 20_000] {
+for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let before = residentBytes()
     var current = model(links: size)
     let perLink = Double(residentBytes() - before) / Double(size)
@@ -101,7 +108,8 @@ for size in [1_000, 20_000] {
             previous = model
         }
     }
-    let whole = measure(per: events.count) {
+    // Not under `--once`: at 20,000 links it is a minute natively, an hour under callgrind.
+    let whole = passCount == 1 ? .nan : measure(per: events.count) {
         var previous = current
         for var model in models {
             model.lastChange = .everything
@@ -112,10 +120,17 @@ for size in [1_000, 20_000] {
         }
     }
     current = models.last ?? current
-    var listBytes = 0
+    var listReply: [UInt8] = []
     let list = measure {
-        listBytes = (try? JSONTextEncoder().encode(["links": current.sortedLinks.map(LinkReport.init)]))?.count ?? 0
+        listReply = (try? JSONTextEncoder().encode(["links": current.sortedLinks.map(LinkReport.init)])) ?? []
     }
+    let listBytes = listReply.count
+    var decoded: [LinkReport] = []
+    let decode = measure {
+        decoded = (try? JSONTextDecoder().decode([String: [LinkReport]].self, from: listReply))?["links"] ?? []
+    }
+    precondition(decoded.count == size, "the ListLinks reply did not decode")
+    let printed = measure { _ = try? JSONTextEncoder().encodeToString(decoded) }
     let recorder = MetricsRecorder()
     recorder.note(current.links.keys.map { Activity.linkAdded(index: $0) })
     let exporter = MetricsExporter(recorder: recorder, version: "benchmark")
@@ -127,6 +142,7 @@ for size in [1_000, 20_000] {
             [
                 String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.1f", noted),
                 String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
+                String(format: "%.1f", decode / 1_000), String(format: "%.1f", printed / 1_000),
                 String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
             ]
         ))
@@ -134,7 +150,9 @@ for size in [1_000, 20_000] {
 }
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)", "change report per event, noted (µs)",
-    "change report per event, whole models compared (µs)", "ListLinks reply (ms)", "metrics render (ms)",
+    "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
+    "ListLinks reply decoded, as netdevctl links (ms)", "links printed, as netdevctl links --json=short (ms)",
+    "metrics render (ms)",
 ]
 for (number, title) in titles.enumerated() {
     print(

@@ -6,7 +6,7 @@ enum JSONNode {
     case number(String)
     case string(String)
     case array([JSONNode])
-    case object([String: JSONNode])
+    case object(JSONMembers)
 
     /// The kind, for "expected a string but found an array".
     var kind: String {
@@ -18,6 +18,44 @@ enum JSONNode {
         case .array: "an array"
         case .object: "an object"
         }
+    }
+}
+
+/// An object's members in the order the text or the encoder gave them; a key given twice counts with its last
+/// value. Kept as a list: building a dictionary for every object of a `ListLinks` reply (20,000 objects of 8
+/// members) cost more than parsing the text, and finding one of a dozen keys by comparing them is cheaper than
+/// hashing it. A large object (a hostile client's, or a map) is indexed once, so a lookup never scans it whole.
+struct JSONMembers {
+    private(set) var pairs: [(key: String, value: JSONNode)]
+    /// Each key's last position, for objects larger than ``JSONMembers/scanned``.
+    private let index: [String: Int]?
+    /// Up to this many members a lookup compares keys; above, it hashes.
+    static let scanned = 16
+
+    init(_ pairs: [(key: String, value: JSONNode)]) {
+        self.pairs = pairs
+        if pairs.count > Self.scanned {
+            var index: [String: Int] = [:]
+            index.reserveCapacity(pairs.count)
+            for (position, pair) in pairs.enumerated() { index[pair.key] = position }
+            self.index = index
+        } else {
+            index = nil
+        }
+    }
+
+    var isEmpty: Bool { pairs.isEmpty }
+
+    /// The value of `key` (its last, if given more than once).
+    subscript(key: String) -> JSONNode? {
+        if let index { return index[key].map { pairs[$0].value } }
+        return pairs.last { $0.key == key }?.value
+    }
+
+    /// Every key once, in the order they came.
+    var keys: [String] {
+        var seen = Set<String>()
+        return pairs.compactMap { seen.insert($0.key).inserted ? $0.key : nil }
     }
 }
 
@@ -136,12 +174,12 @@ struct JSONParser {
     private mutating func object() throws(JSONSyntaxError) -> JSONNode {
         try enter()
         offset += 1
-        var members: [String: JSONNode] = [:]
+        var members: [(key: String, value: JSONNode)] = []
         skipWhitespace()
         if offset < bytes.count, bytes[offset] == UInt8(ascii: "}") {
             offset += 1
             depth -= 1
-            return .object(members)
+            return .object(JSONMembers(members))
         }
         while true {
             skipWhitespace()
@@ -155,7 +193,7 @@ struct JSONParser {
             }
             offset += 1
             skipWhitespace()
-            members[key] = try value()
+            members.append((key, try value()))
             skipWhitespace()
             guard offset < bytes.count else { throw failure("unexpected end of input in an object") }
             switch bytes[offset] {
@@ -163,7 +201,7 @@ struct JSONParser {
             case UInt8(ascii: "}"):
                 offset += 1
                 depth -= 1
-                return .object(members)
+                return .object(JSONMembers(members))
             default: throw failure("unexpected \(describeCurrent()) in an object, expected ',' or '}'")
             }
         }
@@ -211,10 +249,16 @@ struct JSONParser {
     private mutating func string() throws(JSONSyntaxError) -> String {
         offset += 1
         let start = offset
+        var ascii = true
         // The common case: no escapes.
         while offset < bytes.count {
             let byte = bytes[offset]
             if byte == UInt8(ascii: "\"") {
+                if ascii {
+                    // ASCII is UTF-8 already: no validation to do.
+                    offset += 1
+                    return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<offset - 1]), as: UTF8.self)
+                }
                 guard let text = String(validating: bytes[start..<offset], as: UTF8.self) else {
                     offset = start
                     throw failure("a string that is not UTF-8")
@@ -224,6 +268,7 @@ struct JSONParser {
             }
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw failure("a control character (0x\(String(byte, radix: 16))) in a string") }
+            if byte >= 0x80 { ascii = false }
             offset += 1
         }
         var decoded = Array(bytes[start..<offset])
@@ -298,102 +343,5 @@ struct JSONParser {
             offset += 1
         }
         return value
-    }
-}
-
-/// `JSONNode` to JSON text: keys in UTF-8 byte order, no escaped slashes, non-ASCII as it is, control characters
-/// escaped; compact, or pretty (two spaces per level, `"key": value`, empty containers as `[]` and `{}`).
-struct JSONWriter {
-    var output: [UInt8] = []
-    let pretty: Bool
-
-    init(pretty: Bool) {
-        self.pretty = pretty
-    }
-
-    mutating func write(_ node: JSONNode, level: Int = 0) {
-        switch node {
-        case .null: output.append(contentsOf: "null".utf8)
-        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
-        case .number(let text): output.append(contentsOf: text.utf8)
-        case .string(let text): writeString(text)
-        case .array(let elements):
-            guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
-            output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                write(element, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "]"))
-        case .object(let members):
-            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
-            output.append(UInt8(ascii: "{"))
-            let sorted = members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-            for (index, member) in sorted.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                writeString(member.key)
-                output.append(UInt8(ascii: ":"))
-                if pretty { output.append(UInt8(ascii: " ")) }
-                write(member.value, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "}"))
-        }
-    }
-
-    private mutating func newline(_ level: Int) {
-        guard pretty else { return }
-        output.append(0x0A)
-        output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
-    }
-
-    mutating func writeString(_ text: String) {
-        JSONString.append(text, to: &output)
-    }
-
-    /// A finite `Double` as JSON: Swift's shortest representation that reads back the same, without a trailing
-    /// ".0" (as Foundation's encoder writes it); `nil` for infinities and NaN, which JSON cannot say.
-    static func number(_ value: Double) -> String? {
-        guard value.isFinite else { return nil }
-        var text = value.description
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        return text
-    }
-}
-
-/// JSON string literals as this module writes them, for code that writes JSON text by hand on a hot path (a hook's
-/// `NETDEVD_JSON`): `"`, `\\` and control characters escaped, `/` and non-ASCII as they are. The same bytes as
-/// ``JSONTextEncoder``'s strings.
-public enum JSONString {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// Appends `text` as a quoted JSON string literal to `output`.
-    public static func append(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            let escaped: UInt8
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
-            case 0x0A: escaped = UInt8(ascii: "n")
-            case 0x0D: escaped = UInt8(ascii: "r")
-            case 0x09: escaped = UInt8(ascii: "t")
-            case 0x08: escaped = UInt8(ascii: "b")
-            case 0x0C: escaped = UInt8(ascii: "f")
-            case 0..<0x20:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0xF)])
-                continue
-            default:
-                output.append(byte)
-                continue
-            }
-            output.append(UInt8(ascii: "\\"))
-            output.append(escaped)
-        }
-        output.append(UInt8(ascii: "\""))
     }
 }

@@ -16,7 +16,7 @@ public struct JSONTextEncoder: Sendable {
     /// The JSON text of `value`, as UTF-8.
     public func encode(_ value: some Encodable) throws -> [UInt8] {
         var writer = JSONWriter(pretty: prettyPrinted)
-        writer.write(try NodeEncoder.node(of: value, at: []))
+        writer.write(try NodeEncoder.pending(value, at: .root))
         return writer.output
     }
 
@@ -38,15 +38,18 @@ enum PendingNode {
     var finished: JSONNode {
         switch self {
         case .done(let node): node
-        case .object(let object): .object(object.members.mapValues(\.finished))
+        case .object(let object):
+            .object(JSONMembers(object.members.map { ($0.key, $0.value.finished) }))
         case .array(let array): .array(array.elements.map(\.finished))
         case .deferred(let encoder): encoder.result
         }
     }
 }
 
+/// An object's members in the order they were encoded (a key encoded twice: the last counts), kept as a list: the
+/// text needs them sorted anyway, and hashing each key into a dictionary first cost more than the sort.
 final class PendingObject {
-    var members: [String: PendingNode] = [:]
+    var members: [(key: String, value: PendingNode)] = []
 }
 
 final class PendingArray {
@@ -55,39 +58,42 @@ final class PendingArray {
 
 /// The `Encoder` that builds a `PendingNode` tree.
 final class NodeEncoder: Encoder {
-    let codingPath: [any CodingKey]
+    let path: CodingPath
+    var codingPath: [any CodingKey] { path.keys }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     var storage: PendingNode?
 
-    init(codingPath: [any CodingKey]) {
-        self.codingPath = codingPath
+    init(path: CodingPath) {
+        self.path = path
     }
 
-    var result: JSONNode { storage?.finished ?? .object([:]) }
+    var result: JSONNode { storage?.finished ?? .object(JSONMembers([])) }
 
-    static func node(of value: some Encodable, at path: [any CodingKey]) throws -> JSONNode {
+    static func node(of value: some Encodable, at path: CodingPath) throws -> JSONNode {
         try pending(value, at: path).finished
     }
 
-    /// `value` as a node: the common leaf types directly, others through their `encode(to:)`.
-    static func pending(_ value: some Encodable, at path: [any CodingKey]) throws -> PendingNode {
-        switch value {
-        case let text as String: return .done(.string(text))
-        case let flag as Bool: return .done(.bool(flag))
-        case let number as Int: return .done(.number(String(number)))
-        case let number as Double: return .done(try double(number, at: path))
-        case let json as JSONValue: return .done(json.node)
-        default:
-            let encoder = NodeEncoder(codingPath: path)
-            try value.encode(to: encoder)
-            return encoder.storage ?? .done(.object([:]))
-        }
+    /// `value` as a node: the common leaf types directly (their path is built only for an error), others through
+    /// their `encode(to:)`.
+    static func pending<Value: Encodable>(
+        _ value: Value, at path: @autoclosure () -> CodingPath
+    ) throws -> PendingNode {
+        // Compared as types first: a failed dynamic cast costs far more than comparing two metadata pointers, and
+        // most values that come here are structs and arrays.
+        if Value.self == String.self { return .done(.string(value as! String)) }
+        if Value.self == Int.self { return .done(.number(String(value as! Int))) }
+        if Value.self == Bool.self { return .done(.bool(value as! Bool)) }
+        if Value.self == Double.self { return .done(try double(value as! Double, at: path())) }
+        if Value.self == JSONValue.self { return .done((value as! JSONValue).node) }
+        let encoder = NodeEncoder(path: path())
+        try value.encode(to: encoder)
+        return encoder.storage ?? .done(.object(JSONMembers([])))
     }
 
-    static func double(_ value: Double, at path: [any CodingKey]) throws -> JSONNode {
+    static func double(_ value: Double, at path: @autoclosure () -> CodingPath) throws -> JSONNode {
         guard let text = JSONWriter.number(value) else {
             throw EncodingError.invalidValue(
-                value, .init(codingPath: path, debugDescription: "\(value) cannot be written in JSON"))
+                value, .init(codingPath: path().keys, debugDescription: "\(value) cannot be written in JSON"))
         }
         return .number(text)
     }
@@ -100,7 +106,7 @@ final class NodeEncoder: Encoder {
             object = PendingObject()
             storage = .object(object)
         }
-        return KeyedEncodingContainer(NodeKeyedEncoding<Key>(object: object, codingPath: codingPath))
+        return KeyedEncodingContainer(NodeKeyedEncoding<Key>(object: object, path: path))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
@@ -111,7 +117,7 @@ final class NodeEncoder: Encoder {
             array = PendingArray()
             storage = .array(array)
         }
-        return NodeUnkeyedEncoding(array: array, codingPath: codingPath)
+        return NodeUnkeyedEncoding(array: array, path: path)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer {
@@ -119,109 +125,89 @@ final class NodeEncoder: Encoder {
     }
 }
 
-/// A key for an array element ("Index 3"), or for a super encoder ("super").
-struct JSONIndexKey: CodingKey {
-    let stringValue: String
-    let intValue: Int?
-
-    init(index: Int) {
-        stringValue = "Index \(index)"
-        intValue = index
-    }
-
-    init(stringValue: String) {
-        self.stringValue = stringValue
-        intValue = nil
-    }
-
-    init(intValue: Int) {
-        self.init(index: intValue)
-    }
-
-    static let superKey = JSONIndexKey(stringValue: "super")
-}
-
 struct NodeKeyedEncoding<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let object: PendingObject
-    let codingPath: [any CodingKey]
+    let path: CodingPath
+    var codingPath: [any CodingKey] { path.keys }
 
     mutating func encodeNil(forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.null)
+        object.members.append((key.stringValue, .done(.null)))
     }
 
     mutating func encode(_ value: Bool, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.bool(value))
+        object.members.append((key.stringValue, .done(.bool(value))))
     }
 
     mutating func encode(_ value: String, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.string(value))
+        object.members.append((key.stringValue, .done(.string(value))))
     }
 
     mutating func encode(_ value: Double, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(try NodeEncoder.double(value, at: codingPath + [key]))
+        object.members.append((key.stringValue, .done(try NodeEncoder.double(value, at: path.appending(key)))))
     }
 
     mutating func encode(_ value: Float, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(try NodeEncoder.double(Double(value), at: codingPath + [key]))
+        object.members.append((key.stringValue, .done(try NodeEncoder.double(Double(value), at: path.appending(key)))))
     }
 
     mutating func encode(_ value: Int, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.number(String(value)))
+        object.members.append((key.stringValue, .done(.number(String(value)))))
     }
 
     mutating func encode(_ value: Int64, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.number(String(value)))
+        object.members.append((key.stringValue, .done(.number(String(value)))))
     }
 
     mutating func encode(_ value: UInt64, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.number(String(value)))
+        object.members.append((key.stringValue, .done(.number(String(value)))))
     }
 
     mutating func encode(_ value: UInt32, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.number(String(value)))
+        object.members.append((key.stringValue, .done(.number(String(value)))))
     }
 
     mutating func encode(_ value: Int32, forKey key: Key) throws {
-        object.members[key.stringValue] = .done(.number(String(value)))
+        object.members.append((key.stringValue, .done(.number(String(value)))))
     }
 
     mutating func encode(_ value: some Encodable, forKey key: Key) throws {
-        object.members[key.stringValue] = try NodeEncoder.pending(value, at: codingPath + [key])
+        object.members.append((key.stringValue, try NodeEncoder.pending(value, at: path.appending(key))))
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(
         keyedBy keyType: NestedKey.Type, forKey key: Key
     ) -> KeyedEncodingContainer<NestedKey> {
         let nested = PendingObject()
-        object.members[key.stringValue] = .object(nested)
-        return KeyedEncodingContainer(NodeKeyedEncoding<NestedKey>(object: nested, codingPath: codingPath + [key]))
+        object.members.append((key.stringValue, .object(nested)))
+        return KeyedEncodingContainer(NodeKeyedEncoding<NestedKey>(object: nested, path: path.appending(key)))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let nested = PendingArray()
-        object.members[key.stringValue] = .array(nested)
-        return NodeUnkeyedEncoding(array: nested, codingPath: codingPath + [key])
+        object.members.append((key.stringValue, .array(nested)))
+        return NodeUnkeyedEncoding(array: nested, path: path.appending(key))
     }
 
     mutating func superEncoder() -> any Encoder {
-        let encoder = NodeEncoder(codingPath: codingPath + [JSONIndexKey.superKey])
-        object.members["super"] = .deferred(encoder)
+        let encoder = NodeEncoder(path: path.appending(JSONIndexKey.superKey))
+        object.members.append(("super", .deferred(encoder)))
         return encoder
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
-        let encoder = NodeEncoder(codingPath: codingPath + [key])
-        object.members[key.stringValue] = .deferred(encoder)
+        let encoder = NodeEncoder(path: path.appending(key))
+        object.members.append((key.stringValue, .deferred(encoder)))
         return encoder
     }
 }
 
 struct NodeUnkeyedEncoding: UnkeyedEncodingContainer {
     let array: PendingArray
-    let codingPath: [any CodingKey]
+    let path: CodingPath
+    var codingPath: [any CodingKey] { path.keys }
     var count: Int { array.elements.count }
 
-    private var nextPath: [any CodingKey] { codingPath + [JSONIndexKey(index: array.elements.count)] }
+    private var nextPath: CodingPath { .index(array.elements.count, in: path) }
 
     mutating func encodeNil() throws { array.elements.append(.done(.null)) }
     mutating func encode(_ value: Bool) throws { array.elements.append(.done(.bool(value))) }
@@ -240,18 +226,18 @@ struct NodeUnkeyedEncoding: UnkeyedEncodingContainer {
         let path = nextPath
         let nested = PendingObject()
         array.elements.append(.object(nested))
-        return KeyedEncodingContainer(NodeKeyedEncoding<NestedKey>(object: nested, codingPath: path))
+        return KeyedEncodingContainer(NodeKeyedEncoding<NestedKey>(object: nested, path: path))
     }
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let path = nextPath
         let nested = PendingArray()
         array.elements.append(.array(nested))
-        return NodeUnkeyedEncoding(array: nested, codingPath: path)
+        return NodeUnkeyedEncoding(array: nested, path: path)
     }
 
     mutating func superEncoder() -> any Encoder {
-        let encoder = NodeEncoder(codingPath: nextPath)
+        let encoder = NodeEncoder(path: nextPath)
         array.elements.append(.deferred(encoder))
         return encoder
     }
@@ -260,16 +246,17 @@ struct NodeUnkeyedEncoding: UnkeyedEncodingContainer {
 struct NodeSingleValueEncoding: SingleValueEncodingContainer {
     let encoder: NodeEncoder
     var codingPath: [any CodingKey] { encoder.codingPath }
+    private var path: CodingPath { encoder.path }
 
     mutating func encodeNil() throws { encoder.storage = .done(.null) }
     mutating func encode(_ value: Bool) throws { encoder.storage = .done(.bool(value)) }
     mutating func encode(_ value: String) throws { encoder.storage = .done(.string(value)) }
     mutating func encode(_ value: Int) throws { encoder.storage = .done(.number(String(value))) }
     mutating func encode(_ value: Double) throws {
-        encoder.storage = .done(try NodeEncoder.double(value, at: codingPath))
+        encoder.storage = .done(try NodeEncoder.double(value, at: path))
     }
     mutating func encode(_ value: Float) throws {
-        encoder.storage = .done(try NodeEncoder.double(Double(value), at: codingPath))
+        encoder.storage = .done(try NodeEncoder.double(Double(value), at: path))
     }
     mutating func encode(_ value: Int8) throws { encoder.storage = .done(.number(String(value))) }
     mutating func encode(_ value: Int16) throws { encoder.storage = .done(.number(String(value))) }
@@ -283,6 +270,6 @@ struct NodeSingleValueEncoding: SingleValueEncodingContainer {
     // Every leaf type has its overload above: the standard library's leaves encode themselves through this
     // container, so the generic one below only ever sees composite values (no recursion back to a leaf).
     mutating func encode(_ value: some Encodable) throws {
-        encoder.storage = try NodeEncoder.pending(value, at: codingPath)
+        encoder.storage = try NodeEncoder.pending(value, at: path)
     }
 }

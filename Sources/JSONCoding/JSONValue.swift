@@ -96,12 +96,12 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
 
     /// Converts an `Encodable` value (as JSON would say it, without the text in between).
     public init<Value: Encodable>(encoding value: Value) throws {
-        self.init(try NodeEncoder.node(of: value, at: []))
+        self.init(try NodeEncoder.node(of: value, at: .root))
     }
 
     /// Converts to a `Decodable` type (as from JSON, without the text in between).
     public func decode<Value: Decodable>(as type: Value.Type) throws -> Value {
-        try NodeDecoder.decode(type, from: node, at: [])
+        try NodeDecoder.decode(type, from: node, at: .root)
     }
 
     init(_ node: JSONNode) {
@@ -112,7 +112,8 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
         case .number(let text): self = .number(Double(text) ?? 0)
         case .string(let value): self = .string(value)
         case .array(let elements): self = .array(elements.map(JSONValue.init))
-        case .object(let members): self = .object(members.mapValues(JSONValue.init))
+        case .object(let members):
+            self = .object(Dictionary(members.pairs.map { ($0.key, JSONValue($0.value)) }, uniquingKeysWith: { $1 }))
         }
     }
 
@@ -129,7 +130,7 @@ public enum JSONValue: Sendable, Equatable, Codable, CustomStringConvertible {
             }
         case .string(let value): .string(value)
         case .array(let elements): .array(elements.map(\.node))
-        case .object(let members): .object(members.mapValues(\.node))
+        case .object(let members): .object(JSONMembers(members.map { ($0.key, $0.value.node) }))
         }
     }
 }

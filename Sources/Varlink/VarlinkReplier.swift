@@ -68,6 +68,27 @@ public final class VarlinkReplier: Sendable {
         deliver(self, message, !last)
     }
 
+    /// Sends several replies of a `more` call that all continue, parameters already JSON text, as one delivery: a
+    /// connection writes them with one `send`. A monitor that falls behind a burst gets what piled up at once, not
+    /// one write per change. Without `more` only the first is sent, and it is the last.
+    public func reply(continuingWith encodedParameters: [[UInt8]]) {
+        guard let first = encodedParameters.first else { return }
+        guard call.more, encodedParameters.count > 1 else {
+            return reply(encodedParameters: first, continues: true)
+        }
+        let accepted = state.withLock { state in !state.finished && !state.cancelled }
+        guard accepted else { return }
+        let prefix = Array(#"{"continues":true,"parameters":"#.utf8)
+        var message: [UInt8] = []
+        message.reserveCapacity(encodedParameters.reduce(0) { $0 + $1.count + prefix.count + 2 })
+        for parameters in encodedParameters {
+            message += prefix
+            message += parameters
+            message += [UInt8(ascii: "}"), 0]
+        }
+        deliver(self, message, true)
+    }
+
     /// Sends an error, which is always the last reply.
     public func error(_ name: String, _ parameters: [String: JSONValue] = [:]) {
         send(VarlinkReply(parameters: parameters, error: name))

@@ -15,7 +15,9 @@ extension VarlinkServer {
         case .failure(let problem): return problem
         }
         let replier = VarlinkReplier(call: call) { replier, message, _ in
-            if !replier.call.oneway && !message.isEmpty { replies(message) }
+            guard !replier.call.oneway else { return }
+            // One delivery may hold several replies (``VarlinkReplier/reply(continuingWith:)``): one each.
+            for reply in message.split(separator: 0) { replies(Array(reply) + [0]) }
         }
         dispatch(call, peer: peer, replier: replier)
         replier.cancel()

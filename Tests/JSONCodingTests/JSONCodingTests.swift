@@ -183,6 +183,27 @@ struct JSONCodingTests {
         #expect(try decoder.decode([String: Int].self, from: #"{"a":1,"a":2}"#) == ["a": 2])
     }
 
+    @Test("objects of any size: each key found, a key given twice reads its last value; each object sorted alone")
+    func objectsOfAnySize() throws {
+        for count in [1, 16, 17, 1_000] {
+            let members = (0..<count).map { #""k\#($0)":\#($0)"# } + [#""k0":-1"#]
+            let decoded = try JSONTextDecoder().decode(
+                [String: Int].self, from: "{" + members.joined(separator: ",") + "}")
+            #expect(decoded.count == count)
+            #expect(decoded["k0"] == -1, "the last k0 of \(count)")
+            #expect(decoded["k\(count - 1)"] == (count == 1 ? -1 : count - 1))
+            let value = try JSONTextDecoder().decode(JSONValue.self, from: try JSONTextEncoder().encode(decoded))
+            #expect(value == .object(decoded.mapValues { .number(Double($0)) }))
+        }
+        // Objects in a row with the same keys, then other keys, then the same count of keys in another order.
+        let rows: [[String: Int]] = [
+            ["b": 1, "a": 2], ["b": 3, "a": 4], ["c": 5, "a": 6], ["a": 7, "c": 8], ["z": 9],
+        ]
+        #expect(
+            try JSONTextEncoder().encodeToString(rows)
+                == #"[{"a":2,"b":1},{"a":4,"b":3},{"a":6,"c":5},{"a":7,"c":8},{"z":9}]"#)
+    }
+
     @Test("JSONValue converts without text in between, and its numbers are integers when they are whole")
     func jsonValue() throws {
         let value = try JSONValue(encoding: sample.children[0])

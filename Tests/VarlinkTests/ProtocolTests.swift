@@ -108,6 +108,31 @@ struct ProtocolTests {
         #expect(received.withLock { $0 } == [0, 1, 2, 3])
     }
 
+    @Test("replies sent together reach the client as separate replies, in order, then the last")
+    func repliesTogether() throws {
+        let server = try TestServer()
+        let received = Protected<[Double]>([])
+        let done = DispatchSemaphore(value: 0)
+        let path = server.path
+        Thread.detachNewThread {
+            let client = try? VarlinkClient(path: path)
+            try? client?.callWithMore("org.example.test.Ticks") { reply in
+                received.withLock { $0.append(reply["n"]?.numberValue ?? -1) }
+                return true
+            }
+            done.signal()
+        }
+        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        let replier = try #require(server.ticks.all.first)
+        replier.reply(continuingWith: (1...3).map { Array(#"{"n":\#($0)}"#.utf8) })
+        replier.reply(continuingWith: [])
+        replier.reply(continuingWith: [Array(#"{"n":4}"#.utf8)])
+        server.tick(5, continues: false)
+        replier.reply(continuingWith: [Array(#"{"n":6}"#.utf8), Array(#"{"n":7}"#.utf8)])
+        #expect(done.wait(timeout: .now() + 3) == .success)
+        #expect(received.withLock { $0 } == [0, 1, 2, 3, 4, 5], "nothing after the last reply")
+    }
+
     /// A client with a 4 KiB receive buffer subscribed to `Ticks`, which reads none of its replies.
     static func subscribeReadingNothing(_ server: TestServer) -> RawConnection {
         let slow = RawConnection(server.path)

@@ -28,6 +28,10 @@ public final class ControlService: Sendable {
         /// The `onlineMissing` of the last change sent to monitors, and its sequence: the next change reuses it when
         /// it cannot differ (``ChangeReport/keepsMissing(from:to:)``).
         var sentMissing: (sequence: Int, missing: [String]?)?
+        /// Models published for monitors and not yet sent, each with the one before it, in order.
+        var unsent: [(previous: Model, model: Model)] = []
+        /// The monitor queue has been asked to send `unsent` and has not taken it yet.
+        var sendQueued = false
     }
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
@@ -89,12 +93,14 @@ public final class ControlService: Sendable {
     }
 
     /// Sends every monitor what changed, built from what the session noted changed (``Model/lastChange``), so a
-    /// change costs the same at 20,000 links as at 10. Replies are queued under the lock that registers monitors,
-    /// so a monitor gets its first state before any change, and skips the changes its first state already holds.
-    /// Models from before the first enumeration finished (no links yet) are not published: a call made then waits.
+    /// change costs the same at 20,000 links as at 10. Changes published while the monitor queue is busy go out
+    /// together: each monitor gets one write for what piled up in a burst, not one per change. Replies are queued
+    /// under the lock that registers monitors, so a monitor gets its first state before any change, and skips the
+    /// changes its first state already holds. Models from before the first enumeration finished (no links yet) are
+    /// not published: a call made then waits.
     func publish(_ model: Model) {
         guard model.isEnumerated else { return }
-        let (previous, parked) = withState { state -> (Model?, [@Sendable (Model) -> Void]) in
+        let (parked, startSending) = withState { state -> ([@Sendable (Model) -> Void], Bool) in
             defer {
                 // Replies kept for an older sequence are never sent again: at 20,000 links they are megabytes.
                 if state.latest?.changeSequence != model.changeSequence { state.replies = [:] }
@@ -103,23 +109,42 @@ public final class ControlService: Sendable {
             }
             guard let latest = state.latest, latest.changeSequence != model.changeSequence,
                 !state.monitors.isEmpty
-            else { return (nil, state.parked) }
-            return (latest, state.parked)
+            else { return (state.parked, false) }
+            state.unsent.append((latest, model))
+            defer { state.sendQueued = true }
+            return (state.parked, !state.sendQueued)
         }
         for call in parked { call(model) }
         answerReloads(model)
-        guard let previous else { return }
-        monitorQueue.async { [self] in
-            let missing = withState { state in
-                state.sentMissing.flatMap { $0.sequence == previous.changeSequence ? .some($0.missing) : nil }
+        if startSending {
+            monitorQueue.async { [self] in sendUnsent() }
+        }
+    }
+
+    /// Encodes the changes published since the last call, each once, and sends each monitor those after its first
+    /// state, in one delivery. On the monitor queue.
+    private func sendUnsent() {
+        let (batch, sent) = withState { state in
+            defer {
+                state.unsent = []
+                state.sendQueued = false
             }
-            let change = ChangeReport(from: previous, to: model, oldMissing: missing)
-            guard let encoded = Self.encoded(["change": change]) else { return }
-            withState { state in
-                state.sentMissing = (model.changeSequence, change.onlineMissing)
-                for monitor in state.monitors.values where monitor.since < model.changeSequence {
-                    monitor.replier.reply(encodedParameters: encoded, continues: true)
-                }
+            return (state.unsent, state.sentMissing)
+        }
+        var missing = sent
+        var changes: [(sequence: Int, bytes: [UInt8])] = []
+        changes.reserveCapacity(batch.count)
+        for (previous, model) in batch {
+            let oldMissing = missing.flatMap { $0.sequence == previous.changeSequence ? .some($0.missing) : nil }
+            let change = ChangeReport(from: previous, to: model, oldMissing: oldMissing)
+            missing = (model.changeSequence, change.onlineMissing)
+            if let encoded = Self.encoded(["change": change]) { changes.append((model.changeSequence, encoded)) }
+        }
+        withState { state in
+            state.sentMissing = missing
+            for monitor in state.monitors.values {
+                let due = changes.drop(while: { $0.sequence <= monitor.since }).map(\.bytes)
+                monitor.replier.reply(continuingWith: due)
             }
         }
     }

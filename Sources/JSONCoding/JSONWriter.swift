@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `JSONNode` to JSON text: keys in UTF-8 byte order, no escaped slashes, non-ASCII as it is, control characters
+/// escaped; compact, or pretty (two spaces per level, `"key": value`, empty containers as `[]` and `{}`).
+struct JSONWriter {
+    var output: [UInt8] = []
+    let pretty: Bool
+    /// The last order members were sorted in (``KeyOrder/sorted(_:)``).
+    var keyOrder = KeyOrder()
+
+    init(pretty: Bool) {
+        self.pretty = pretty
+    }
+
+    mutating func write(_ node: JSONNode, level: Int = 0) {
+        switch node {
+        case .null: output.append(contentsOf: "null".utf8)
+        case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): output.append(contentsOf: text.utf8)
+        case .string(let text): writeString(text)
+        case .array(let elements):
+            guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+            output.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                write(element, level: level + 1)
+            }
+            newline(level)
+            output.append(UInt8(ascii: "]"))
+        case .object(let members):
+            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in keyOrder.sorted(members.pairs).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                writeString(member.key)
+                output.append(UInt8(ascii: ":"))
+                if pretty { output.append(UInt8(ascii: " ")) }
+                write(member.value, level: level + 1)
+            }
+            newline(level)
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+
+    mutating func newline(_ level: Int) {
+        guard pretty else { return }
+        output.append(0x0A)
+        output.append(contentsOf: repeatElement(UInt8(ascii: " "), count: 2 * level))
+    }
+
+    mutating func writeString(_ text: String) {
+        JSONString.append(text, to: &output)
+    }
+
+    /// A finite `Double` as JSON: Swift's shortest representation that reads back the same, without a trailing
+    /// ".0" (as Foundation's encoder writes it); `nil` for infinities and NaN, which JSON cannot say.
+    static func number(_ value: Double) -> String? {
+        guard value.isFinite else { return nil }
+        var text = value.description
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        return text
+    }
+}
+
+/// JSON string literals as this module writes them, for code that writes JSON text by hand on a hot path (a hook's
+/// `NETDEVD_JSON`): `"`, `\\` and control characters escaped, `/` and non-ASCII as they are. The same bytes as
+/// ``JSONTextEncoder``'s strings.
+public enum JSONString {
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Appends `text` as a quoted JSON string literal to `output`.
+    public static func append(_ text: String, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        // Most strings (names, addresses, keys) need no escape: copied whole, not byte by byte.
+        let copied = text.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return false
+            }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true {
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in text.utf8 {
+            let escaped: UInt8
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
+            case 0x0A: escaped = UInt8(ascii: "n")
+            case 0x0D: escaped = UInt8(ascii: "r")
+            case 0x09: escaped = UInt8(ascii: "t")
+            case 0x08: escaped = UInt8(ascii: "b")
+            case 0x0C: escaped = UInt8(ascii: "f")
+            case 0..<0x20:
+                output.append(contentsOf: "\\u00".utf8)
+                output.append(hexDigits[Int(byte >> 4)])
+                output.append(hexDigits[Int(byte & 0xF)])
+                continue
+            default:
+                output.append(byte)
+                continue
+            }
+            output.append(UInt8(ascii: "\\"))
+            output.append(escaped)
+        }
+        output.append(UInt8(ascii: "\""))
+    }
+}
+
+extension JSONWriter {
+    /// Writes a tree being encoded as it stands, without first turning it into a ``JSONNode``.
+    mutating func write(_ pending: PendingNode, level: Int = 0) {
+        switch pending {
+        case .done(let node): write(node, level: level)
+        case .deferred(let encoder): write(encoder.storage ?? .done(.object(JSONMembers([]))), level: level)
+        case .array(let array):
+            guard !array.elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+            output.append(UInt8(ascii: "["))
+            for (index, element) in array.elements.enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                write(element, level: level + 1)
+            }
+            newline(level)
+            output.append(UInt8(ascii: "]"))
+        case .object(let object):
+            guard !object.members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+            output.append(UInt8(ascii: "{"))
+            for (index, member) in keyOrder.sorted(object.members).enumerated() {
+                if index > 0 { output.append(UInt8(ascii: ",")) }
+                newline(level + 1)
+                writeString(member.key)
+                output.append(UInt8(ascii: ":"))
+                if pretty { output.append(UInt8(ascii: " ")) }
+                write(member.value, level: level + 1)
+            }
+            newline(level)
+            output.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+/// The order the members of an object with these keys are written in, kept for the next object.
+struct KeyOrder {
+    var keys: [String] = []
+    var order: [Int] = []
+
+    /// `members` by their keys' UTF-8 bytes, each key once (its last value). The order worked out is kept: the
+    /// objects of an array mostly have the same keys in the same order, which are then sorted once.
+    mutating func sorted<Value>(_ members: [(key: String, value: Value)]) -> [(key: String, value: Value)] {
+        let order: [Int]
+        if keys.count == members.count, zip(keys, members).allSatisfy({ $0 == $1.key }) {
+            order = self.order
+        } else {
+            order = members.indices.sorted { left, right in
+                let (a, b) = (members[left].key, members[right].key)
+                return a == b ? left < right : Self.precedes(a, b)
+            }
+            self = KeyOrder(keys: members.map(\.key), order: order)
+        }
+        var sorted: [(key: String, value: Value)] = []
+        sorted.reserveCapacity(order.count)
+        for index in order {
+            if let last = sorted.last, last.key == members[index].key {
+                sorted[sorted.count - 1] = members[index]
+            } else {
+                sorted.append(members[index])
+            }
+        }
+        return sorted
+    }
+
+    /// Whether `a` comes before `b` by their UTF-8 bytes (for two valid strings, the order of their scalars).
+    static func precedes(_ a: String, _ b: String) -> Bool {
+        var (a, b) = (a, b)
+        return a.withUTF8 { left in
+            b.withUTF8 { right in
+                let common = min(left.count, right.count)
+                let compared = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
+                return compared != 0 ? compared < 0 : left.count < right.count
+            }
+        }
+    }
+}
