@@ -109,16 +109,19 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         }
     }
     // Not under `--once`: at 20,000 links it is a minute natively, an hour under callgrind.
-    let whole = passCount == 1 ? .nan : measure(per: events.count) {
-        var previous = current
-        for var model in models {
-            model.lastChange = .everything
-            reportBytes +=
-                (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
-                ?? 0
-            previous = model
+    let whole =
+        passCount == 1
+        ? .nan
+        : measure(per: events.count) {
+            var previous = current
+            for var model in models {
+                model.lastChange = .everything
+                reportBytes +=
+                    (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
+                    ?? 0
+                previous = model
+            }
         }
-    }
     current = models.last ?? current
     var listReply: [UInt8] = []
     let list = measure {
