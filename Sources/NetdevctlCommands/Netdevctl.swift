@@ -270,11 +270,23 @@ func decode<Value: Decodable>(_ value: JSONValue?, as type: Value.Type, what: St
 
 /// A table with left-aligned columns.
 func table(_ header: [String], _ rows: [[String]], legend: Bool) -> String {
+    tableLines(header, rows, legend: legend).joined(separator: "\n")
+}
+
+/// The lines of a table with left-aligned columns. The last column is not padded, so it may hold text that takes no
+/// room (a colour's escape codes).
+func tableLines(_ header: [String], _ rows: [[String]], legend: Bool) -> [String] {
     let all = (legend ? [header] : []) + rows
-    let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+    let widths = header.indices.dropLast().map { column in all.map { $0[column].count }.max() ?? 0 }
     return all.map { row in
-        row.enumerated().map { column, cell in
-            column == row.count - 1 ? cell : cell + String(repeating: " ", count: max(0, widths[column] - cell.count))
-        }.joined(separator: " ")
-    }.joined(separator: "\n")
+        var line = ""
+        for (column, cell) in row.enumerated() {
+            if column > 0 { line += " " }
+            line += cell
+            if column < widths.count, column < row.count - 1 {
+                line += String(repeating: " ", count: max(0, widths[column] - cell.count))
+            }
+        }
+        return line
+    }
 }

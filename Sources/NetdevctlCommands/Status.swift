@@ -99,23 +99,18 @@ extension Status {
 
 /// The `IDX LINK TYPE OPERATIONAL` table, addresses indented under each link when asked.
 func linkTable(_ links: [LinkReport], legend: Bool, addresses: Bool) -> String {
-    let rows = links.map { [String($0.index), $0.name, $0.type, $0.operationalState] }
-    var lines = table(["IDX", "LINK", "TYPE", "OPERATIONAL"], rows, legend: legend).split(separator: "\n").map(
-        String.init)
+    // The state is the last column, which is not padded: painted before the table is laid out.
+    let rows = links.map { [String($0.index), $0.name, $0.type, Paint.state($0.operationalState)] }
+    let table = tableLines(["IDX", "LINK", "TYPE", "OPERATIONAL"], rows, legend: legend)
     let offset = legend ? 1 : 0
-    var output: [String] = []
-    for (index, line) in lines.enumerated() {
-        if index < offset {
-            output.append(line)
-            continue
-        }
-        let link = links[index - offset]
-        output.append(String(line.dropLast(link.operationalState.count)) + Paint.state(link.operationalState))
+    var lines = Array(table.prefix(offset))
+    lines.reserveCapacity(table.count + 2)
+    for (link, line) in zip(links, table.dropFirst(offset)) {
+        lines.append(line)
         if addresses {
-            output += link.addresses.map { "      \($0)" }
+            lines += link.addresses.map { "      \($0)" }
         }
     }
-    lines = output
     if legend {
         lines.append("")
         lines.append("\(links.count) link\(links.count == 1 ? "" : "s") listed.")

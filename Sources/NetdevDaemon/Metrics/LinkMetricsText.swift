@@ -48,7 +48,7 @@ struct LinkMetricsText {
         }
         var shownNow: [String: MetricsRecorder.LinkActivity] = [:]
         shownNow.reserveCapacity(named.count)
-        var lines: [(label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?)] = []
+        var lines: [Line] = []
         lines.reserveCapacity(named.count)
         for (name, link) in named {
             let activity = counts.links[link.index] ?? shown[name]
@@ -56,16 +56,19 @@ struct LinkMetricsText {
             var label = Array(#"{link=""#.utf8)
             Self.appendEscaped(name, to: &label)
             label.append(UInt8(ascii: "\""))
-            lines.append((label, link, activity))
+            lines.append(
+                Line(
+                    label: label, index: link.index, state: link.operationalState, carrier: link.state.hasLowerUp,
+                    addresses: link.addresses.count, shown: activity))
         }
         shown = shownNow
         // No link, no family: as the registry, which leaves out families without series.
         guard !lines.isEmpty else { return }
-        lines.sort { $0.link.index < $1.link.index }
+        lines.sort { $0.index < $1.index }
         text.reserveCapacity(text.count + lines.count * 600)
         text += headers[0]
         for line in lines {
-            let state = line.link.operationalState
+            let state = line.state
             for (candidate, stateLabel) in zip(OperationalState.allCases, stateLabels) {
                 text += names[0]
                 text += line.label
@@ -73,11 +76,16 @@ struct LinkMetricsText {
                 text += candidate == state ? Self.one : Self.zero
             }
         }
-        family(1, lines, into: &text) { line, text in text += line.link.state.hasLowerUp ? Self.one : Self.zero }
+        family(1, lines, into: &text) { line, text in text += line.carrier ? Self.one : Self.zero }
+        // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
         family(2, lines, into: &text) { line, text in
-            text += Array("\(Double(line.link.addresses.count))\n".utf8)
+            Self.appendDecimal(line.addresses, to: &text)
+            text += Self.pointZero
         }
-        family(3, lines, into: &text) { line, text in text += Array("\(line.shown?.stateChanges ?? 0)\n".utf8) }
+        family(3, lines, into: &text) { line, text in
+            Self.appendDecimal(line.shown?.stateChanges ?? 0, to: &text)
+            text.append(UInt8(ascii: "\n"))
+        }
         let changed = lines.filter { $0.shown != nil }
         if !changed.isEmpty {
             family(4, changed, into: &text) { line, text in
@@ -87,9 +95,7 @@ struct LinkMetricsText {
     }
 
     private func family(
-        _ number: Int, _ lines: [(label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?)],
-        into text: inout [UInt8],
-        value: ((label: [UInt8], link: Link, shown: MetricsRecorder.LinkActivity?), inout [UInt8]) -> Void
+        _ number: Int, _ lines: [Line], into text: inout [UInt8], value: (Line, inout [UInt8]) -> Void
     ) {
         text += headers[number]
         for line in lines {
@@ -100,7 +106,32 @@ struct LinkMetricsText {
         }
     }
 
+    /// What one link's series say, taken from the link once (not the whole link, copied for every family).
+    private struct Line {
+        /// `{link="NAME"`.
+        var label: [UInt8]
+        var index: Int32
+        var state: OperationalState
+        var carrier: Bool
+        var addresses: Int
+        var shown: MetricsRecorder.LinkActivity?
+    }
+
     private static let closing = Array("} ".utf8)
+    private static let pointZero = Array(".0\n".utf8)
+
+    /// Appends the decimal digits of `value` (what `String(value)` says, without making a string).
+    static func appendDecimal(_ value: Int, to text: inout [UInt8]) {
+        guard value != 0 else { return text.append(UInt8(ascii: "0")) }
+        if value < 0 { text.append(UInt8(ascii: "-")) }
+        let start = text.count
+        var rest = value.magnitude
+        while rest > 0 {
+            text.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        }
+        text[start...].reverse()
+    }
 
     /// A label value as the text format escapes it: backslash, double quote and line feed.
     static func appendEscaped(_ value: String, to text: inout [UInt8]) {
