@@ -567,10 +567,13 @@ def drift(ctl, socket_path, tentative=True):
     """Differences between netdevd's links and addresses and the kernel's (`ip -j link`, `ip -j addr`). With
     `tentative` False, an IPv6 address the kernel still holds as tentative (DAD not done: the kernel announces it
     only once DAD ends, though its dump lists it) is left out on both sides."""
-    ours = {link["index"]: link for link in links(ctl, socket_path)}
+    # The kernel first, then netdevd: at 20,000 links `ip -j addr` takes seconds, and an address whose DAD ends
+    # meanwhile would be in the kernel's list and not yet in a netdevd list read before it. Read in this order, an
+    # address still tentative for the kernel is left out on both sides, and one that was done is in netdevd's.
     kernel = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout)
     kernel_links = json.loads(
         subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout)
+    ours = {link["index"]: link for link in links(ctl, socket_path)}
     problems = []
     kernel_by_index = {entry["ifindex"]: entry for entry in kernel_links}
     if set(ours) != set(kernel_by_index):

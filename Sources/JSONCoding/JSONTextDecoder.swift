@@ -175,48 +175,39 @@ struct NodeKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.bool(node, at: path.appending(key))
+        try present(key).map { try NodeDecoder.bool($0, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.string(node, at: path.appending(key))
+        try present(key).map { try NodeDecoder.string($0, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.integer(node, as: type, at: path.appending(key))
+        try present(key).map { try NodeDecoder.integer($0, as: type, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.integer(node, as: type, at: path.appending(key))
+        try present(key).map { try NodeDecoder.integer($0, as: type, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.integer(node, as: type, at: path.appending(key))
+        try present(key).map { try NodeDecoder.integer($0, as: type, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.integer(node, as: type, at: path.appending(key))
+        try present(key).map { try NodeDecoder.integer($0, as: type, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.integer(node, as: type, at: path.appending(key))
+        try present(key).map { try NodeDecoder.integer($0, as: type, at: path.appending(key)) }
     }
 
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.double(node, at: path.appending(key))
+        try present(key).map { try NodeDecoder.double($0, at: path.appending(key)) }
     }
 
     func decodeIfPresent<Value: Decodable>(_ type: Value.Type, forKey key: Key) throws -> Value? {
-        guard let node = present(key) else { return nil }
-        return try NodeDecoder.decode(type, from: node, at: path.appending(key))
+        try present(key).map { try NodeDecoder.decode(type, from: $0, at: path.appending(key)) }
     }
 
     func nestedContainer<NestedKey: CodingKey>(

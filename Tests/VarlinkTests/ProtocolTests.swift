@@ -89,18 +89,7 @@ struct ProtocolTests {
     @Test("a call with more gets every reply in order until the last")
     func more() throws {
         let server = try TestServer()
-        let received = Protected<[Double]>([])
-        let done = DispatchSemaphore(value: 0)
-        let path = server.path
-        Thread.detachNewThread {
-            let client = try? VarlinkClient(path: path)
-            try? client?.callWithMore("org.example.test.Ticks") { reply in
-                received.withLock { $0.append(reply["n"]?.numberValue ?? -1) }
-                return true
-            }
-            done.signal()
-        }
-        for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
+        let (received, done) = Self.followTicks(server)
         server.tick(1)
         server.tick(2)
         server.tick(3, continues: false)
@@ -111,6 +100,20 @@ struct ProtocolTests {
     @Test("replies sent together reach the client as separate replies, in order, then the last")
     func repliesTogether() throws {
         let server = try TestServer()
+        let (received, done) = Self.followTicks(server)
+        let replier = try #require(server.ticks.all.first)
+        replier.reply(continuingWith: (1...3).map { Array(#"{"n":\#($0)}"#.utf8) })
+        replier.reply(continuingWith: [])
+        replier.reply(continuingWith: [Array(#"{"n":4}"#.utf8)])
+        server.tick(5, continues: false)
+        replier.reply(continuingWith: [Array(#"{"n":6}"#.utf8), Array(#"{"n":7}"#.utf8)])
+        #expect(done.wait(timeout: .now() + 3) == .success)
+        #expect(received.withLock { $0 } == [0, 1, 2, 3, 4, 5], "nothing after the last reply")
+    }
+
+    /// A client on a thread of its own that calls `Ticks` and keeps each reply's `n` (-1 for none); `done` is
+    /// signalled when the call ends. Returns once the server has the call.
+    static func followTicks(_ server: TestServer) -> (received: Protected<[Double]>, done: DispatchSemaphore) {
         let received = Protected<[Double]>([])
         let done = DispatchSemaphore(value: 0)
         let path = server.path
@@ -123,14 +126,7 @@ struct ProtocolTests {
             done.signal()
         }
         for _ in 0..<100 where server.ticks.all.isEmpty { usleep(10_000) }
-        let replier = try #require(server.ticks.all.first)
-        replier.reply(continuingWith: (1...3).map { Array(#"{"n":\#($0)}"#.utf8) })
-        replier.reply(continuingWith: [])
-        replier.reply(continuingWith: [Array(#"{"n":4}"#.utf8)])
-        server.tick(5, continues: false)
-        replier.reply(continuingWith: [Array(#"{"n":6}"#.utf8), Array(#"{"n":7}"#.utf8)])
-        #expect(done.wait(timeout: .now() + 3) == .success)
-        #expect(received.withLock { $0 } == [0, 1, 2, 3, 4, 5], "nothing after the last reply")
+        return (received, done)
     }
 
     /// A client with a 4 KiB receive buffer subscribed to `Ticks`, which reads none of its replies.
