@@ -80,11 +80,11 @@ final class NodeEncoder: Encoder {
     ) throws -> PendingNode {
         // Compared as types first: a failed dynamic cast costs far more than comparing two metadata pointers, and
         // most values that come here are structs and arrays.
-        if Value.self == String.self { return .done(.string(value as! String)) }
-        if Value.self == Int.self { return .done(.number(String(value as! Int))) }
-        if Value.self == Bool.self { return .done(.bool(value as! Bool)) }
-        if Value.self == Double.self { return .done(try double(value as! Double, at: path())) }
-        if Value.self == JSONValue.self { return .done((value as! JSONValue).node) }
+        if Value.self == String.self, let text = value as? String { return .done(.string(text)) }
+        if Value.self == Int.self, let number = value as? Int { return .done(.number(String(number))) }
+        if Value.self == Bool.self, let flag = value as? Bool { return .done(.bool(flag)) }
+        if Value.self == Double.self, let number = value as? Double { return .done(try double(number, at: path())) }
+        if Value.self == JSONValue.self, let json = value as? JSONValue { return .done(json.node) }
         let encoder = NodeEncoder(path: path())
         try value.encode(to: encoder)
         return encoder.storage ?? .done(.object(JSONMembers([])))

@@ -283,7 +283,7 @@ func tableLines(_ header: [String], _ rows: [[String]], legend: Bool) -> [String
         for (column, cell) in row.enumerated() {
             if column > 0 { line += " " }
             line += cell
-            if column < widths.count, column < row.count - 1 {
+            if column < widths.count {
                 line += String(repeating: " ", count: max(0, widths[column] - cell.count))
             }
         }

@@ -72,9 +72,7 @@ extension NetlinkAddress {
     static func parse(_ reader: ByteReader, _ frame: NetlinkFrame) throws(NetlinkParseError) -> NetlinkAddress? {
         let start = frame.payloadOffset
         guard frame.payloadLength >= Kernel.ifaddrmsgLength else {
-            // At the message's header: an empty payload starts where the datagram ends.
-            throw NetlinkParseError(
-                offset: start - Kernel.headerLength, reason: "address message too short for ifaddrmsg")
+            throw NetlinkParseError(offset: frame.offset, reason: "address message too short for ifaddrmsg")
         }
         guard let family = AddressFamily(kernel: try reader.u8(at: start)) else { return nil }
         var flags = AddressFlags(rawValue: UInt32(try reader.u8(at: start + 2)))

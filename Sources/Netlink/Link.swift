@@ -109,8 +109,7 @@ extension NetlinkLink {
     static func parse(_ reader: ByteReader, _ frame: NetlinkFrame) throws(NetlinkParseError) -> NetlinkLink {
         let start = frame.payloadOffset
         guard frame.payloadLength >= Kernel.ifinfomsgLength else {
-            // At the message's header: an empty payload starts where the datagram ends.
-            throw NetlinkParseError(offset: start - Kernel.headerLength, reason: "link message too short for ifinfomsg")
+            throw NetlinkParseError(offset: frame.offset, reason: "link message too short for ifinfomsg")
         }
         var link = NetlinkLink(
             index: try reader.i32(at: start + 4),

@@ -9,6 +9,10 @@ struct NetlinkFrame {
     /// Length of the payload.
     let payloadLength: Int
 
+    /// Offset of the message (its header) in the buffer: where an error about the message as a whole points, since
+    /// an empty payload starts where the datagram ends.
+    var offset: Int { payloadOffset - Kernel.headerLength }
+
     /// Splits `bytes` (one datagram, or several concatenated) into messages, checking every length.
     static func split(_ reader: ByteReader) throws(NetlinkParseError) -> [NetlinkFrame] {
         var frames: [NetlinkFrame] = []

@@ -57,8 +57,7 @@ extension NetlinkRoute {
     static func parse(_ reader: ByteReader, _ frame: NetlinkFrame) throws(NetlinkParseError) -> NetlinkRoute? {
         let start = frame.payloadOffset
         guard frame.payloadLength >= Kernel.rtmsgLength else {
-            // At the message's header: an empty payload starts where the datagram ends.
-            throw NetlinkParseError(offset: start - Kernel.headerLength, reason: "route message too short for rtmsg")
+            throw NetlinkParseError(offset: frame.offset, reason: "route message too short for rtmsg")
         }
         guard let family = AddressFamily(kernel: try reader.u8(at: start)) else { return nil }
         var route = NetlinkRoute(

@@ -62,9 +62,8 @@ public final class VarlinkReplier: Sendable {
             return true
         }
         guard accepted else { return }
-        let message =
-            Array((last ? #"{"parameters":"# : #"{"continues":true,"parameters":"#).utf8)
-            + encodedParameters + Array("}".utf8) + [0]
+        var message: [UInt8] = []
+        Self.frame(encodedParameters, last: last, into: &message)
         deliver(self, message, !last)
     }
 
@@ -78,15 +77,20 @@ public final class VarlinkReplier: Sendable {
         }
         let accepted = state.withLock { state in !state.finished && !state.cancelled }
         guard accepted else { return }
-        let prefix = Array(#"{"continues":true,"parameters":"#.utf8)
         var message: [UInt8] = []
-        message.reserveCapacity(encodedParameters.reduce(0) { $0 + $1.count + prefix.count + 2 })
-        for parameters in encodedParameters {
-            message += prefix
-            message += parameters
-            message += [UInt8(ascii: "}"), 0]
-        }
+        message.reserveCapacity(encodedParameters.reduce(0) { $0 + $1.count + Self.continuing.count + 2 })
+        for parameters in encodedParameters { Self.frame(parameters, last: false, into: &message) }
         deliver(self, message, true)
+    }
+
+    private static let continuing = Array(#"{"continues":true,"parameters":"#.utf8)
+    private static let final = Array(#"{"parameters":"#.utf8)
+
+    /// Appends one reply with `parameters` (JSON text) as Varlink frames it: the object, then a NUL.
+    private static func frame(_ parameters: [UInt8], last: Bool, into message: inout [UInt8]) {
+        message += last ? final : continuing
+        message += parameters
+        message += [UInt8(ascii: "}"), 0]
     }
 
     /// Sends an error, which is always the last reply.
