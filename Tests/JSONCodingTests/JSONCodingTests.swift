@@ -215,6 +215,21 @@ struct JSONCodingTests {
                 == #"{"n":3,"s":"/","x":0.25}"#)
     }
 
+    @Test("a fragment writes back the text the typed value writes, with its digits and members no type names")
+    func fragment() throws {
+        let typed = try JSONTextEncoder().encode(["links": [sample, sample]])
+        let fragment = try #require(try JSONTextDecoder().decode([String: JSONFragment].self, from: typed)["links"])
+        #expect(try JSONTextEncoder().encode(["links": fragment]) == typed)
+        #expect(
+            try JSONTextEncoder(prettyPrinted: true).encode(fragment)
+                == JSONTextEncoder(prettyPrinted: true).encode([sample, sample]))
+        // A counter above 2^53 keeps its digits; a member from a newer sender is kept; keys come out sorted.
+        let newer = #"{"z":[],"bytes":18446744073709551615,"new":{"b":1,"a":-0.5e-7}}"#
+        #expect(
+            try JSONTextDecoder().decode(JSONFragment.self, from: newer).text
+                == #"{"bytes":18446744073709551615,"new":{"a":-0.5e-7,"b":1},"z":[]}"#)
+    }
+
     @Test("random values read back equal and as Foundation reads them")
     func randomValues() throws {
         var generator = SystemRandomNumberGenerator()
