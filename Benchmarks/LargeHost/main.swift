@@ -5,7 +5,8 @@
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models;
-//   - a `ListLinks` reply (the whole table encoded), the same reply decoded as `netdevctl links` decodes it for
+//   - a `ListLinks` reply (the whole table encoded), the reply again after one link changed (from the text kept
+//     with each link's place in it), the same reply decoded as `netdevctl links` decodes it for
 //     its table, the reply printed as `netdevctl links --json=short` prints it (parsed and written again), and a metrics render (the text `GetMetrics` and the
 //     textfile write make);
 //
@@ -130,6 +131,15 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         listReply = (try? JSONTextEncoder().encode(["links": current.sortedLinks.map(LinkReport.init)])) ?? []
     }
     let listBytes = listReply.count
+    // The reply again after one link changed, as the control service makes it: from the text it kept.
+    var kept = LinkListText()
+    kept.keep(kept.make(for: current), latest: current.changeSequence)
+    let changed = Session.update(current, .linkChanged(linkState(1, up: false))).model ?? current
+    let relist = measure {
+        var list = kept
+        list.note(changed)
+        precondition(list.make(for: changed).copied == size - 1, "the kept reply was not used")
+    }
     var decoded: [LinkReport] = []
     let decode = measure {
         decoded = (try? JSONTextDecoder().decode([String: [LinkReport]].self, from: listReply))?["links"] ?? []
@@ -151,7 +161,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
             [
                 String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.1f", noted),
                 String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
-                String(format: "%.1f", decode / 1_000), String(format: "%.1f", printed / 1_000),
+                String(format: "%.2f", relist / 1_000), String(format: "%.1f", decode / 1_000),
+                String(format: "%.1f", printed / 1_000),
                 String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
             ]
         ))
@@ -160,6 +171,7 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)", "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
+    "ListLinks reply after one link changed (ms)",
     "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",
     "metrics render (ms)",
 ]

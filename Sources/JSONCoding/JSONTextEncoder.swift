@@ -20,6 +20,16 @@ public struct JSONTextEncoder: Sendable {
         return writer.output
     }
 
+    /// Appends the JSON text of `value` to `output`, for a caller that splices texts it kept with new ones (netdevd
+    /// rebuilding a reply for the links that changed). When encoding fails, `output` is left as it was.
+    public func encode(_ value: some Encodable, appendingTo output: inout [UInt8]) throws {
+        let pending = try NodeEncoder.pending(value, at: .root)
+        var writer = JSONWriter(pretty: prettyPrinted)
+        swap(&writer.output, &output)
+        writer.write(pending)
+        swap(&writer.output, &output)
+    }
+
     /// The JSON text of `value`.
     public func encodeToString(_ value: some Encodable) throws -> String {
         String(decoding: try encode(value), as: UTF8.self)

@@ -22,9 +22,11 @@ public final class ControlService: Sendable {
         var parked: [@Sendable (Model) -> Void] = []
         /// Reload calls waiting for their outcome: the request number each got, and its answer.
         var reloads: [(request: Int, answer: @Sendable (ReloadOutcome?) -> Void)] = []
-        /// Replies to calls without parameters, encoded once per change sequence (`GetState`, `ListLinks`,
-        /// `ListDevices` and the first reply of `Monitor`): at 1,000 links a query is a copy, not an encoding.
+        /// Replies to calls without parameters, encoded once per change sequence (`GetState`, `ListDevices` and the
+        /// first reply of `Monitor`): at 1,000 links a query is a copy, not an encoding.
         var replies: [CachedReply: (sequence: Int, bytes: [UInt8])] = [:]
+        /// The `ListLinks` reply, kept across changes: the next encodes only the links changed since.
+        var linkList = LinkListText()
         /// The `onlineMissing` of the last change sent to monitors, and its sequence: the next change reuses it when
         /// it cannot differ (``ChangeReport/keepsMissing(from:to:)``).
         var sentMissing: (sequence: Int, missing: [String]?)?
@@ -36,7 +38,7 @@ public final class ControlService: Sendable {
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
-        case state, links, devices, monitorState
+        case state, devices, monitorState
     }
 
     private let state = Locked(State())
@@ -104,6 +106,7 @@ public final class ControlService: Sendable {
             defer {
                 // Replies kept for an older sequence are never sent again: at 20,000 links they are megabytes.
                 if state.latest?.changeSequence != model.changeSequence { state.replies = [:] }
+                state.linkList.note(model)
                 state.latest = model
                 state.parked = []
             }
@@ -172,10 +175,7 @@ public final class ControlService: Sendable {
                     let pattern = call.parameters["pattern"]
                     withLatest { [self] model in
                         guard let glob = pattern?.stringValue else {
-                            replier.reply(
-                                encodedParameters: cached(.links, model) {
-                                    ["links": $0.sortedLinks.map(LinkReport.init)]
-                                })
+                            replier.reply(encodedParameters: linkList())
                             return
                         }
                         let links = model.sortedLinks.filter { Glob.matches(glob, $0.name) }.map(LinkReport.init)
@@ -313,6 +313,17 @@ public final class ControlService: Sendable {
             return state.latest
         }
         if let model { body(model) }
+    }
+
+    /// The `ListLinks` reply for the latest model: the one kept, or made from it outside the lock (so a query at
+    /// 20,000 links never holds up the loop's publishing) and kept.
+    private func linkList() -> [UInt8] {
+        let (model, list) = withState { state in (state.latest, state.linkList) }
+        guard let model else { return Self.emptyObject }
+        if let text = list.current(for: model) { return text }
+        let made = list.make(for: model)
+        withState { state in state.linkList.keep(made, latest: state.latest?.changeSequence ?? model.changeSequence) }
+        return made.text
     }
 
     /// The reply `kind` for `model`: the one kept for its change sequence, or `parameters` encoded now and kept.
