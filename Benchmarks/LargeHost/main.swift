@@ -5,10 +5,12 @@
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models;
-//   - a `ListLinks` reply (the whole table encoded), the reply again after one link changed (from the text kept
-//     with each link's place in it), the same reply decoded as `netdevctl links` decodes it for
-//     its table, the reply printed as `netdevctl links --json=short` prints it (parsed and written again), and a metrics render (the text `GetMetrics` and the
-//     textfile write make);
+//   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
+//     each link's place in it);
+//   - the same reply decoded as `netdevctl links` decodes it for its table, and printed as `netdevctl links
+//     --json=short` prints it (parsed and written again);
+//   - a metrics render (the text `GetMetrics` and the textfile write make), and `GetMetrics`' reply (that text as a
+//     JSON string);
 //
 //   make benchmark-large-host
 //   .build/release/LargeHost --once 20000    (one size, one pass of each: for callgrind)
@@ -155,6 +157,11 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let exporter = MetricsExporter(recorder: recorder, version: "benchmark")
     var metricsBytes = 0
     let metrics = measure { metricsBytes = exporter.render(current, clients: 1).count }
+    // `GetMetrics`: the same text as a JSON string.
+    let getMetrics = measure {
+        let text = String(decoding: exporter.render(current, clients: 1), as: UTF8.self)
+        _ = try? JSONTextEncoder().encode(["text": text])
+    }
     rows.append(
         (
             "\(size) links",
@@ -164,6 +171,7 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
                 String(format: "%.2f", relist / 1_000), String(format: "%.1f", decode / 1_000),
                 String(format: "%.1f", printed / 1_000),
                 String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
+                String(format: "%.1f", getMetrics / 1_000),
             ]
         ))
     _ = reportBytes
@@ -173,7 +181,7 @@ let titles = [
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
     "ListLinks reply after one link changed (ms)",
     "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",
-    "metrics render (ms)",
+    "metrics render (ms)", "GetMetrics reply: the render as JSON (ms)",
 ]
 for (number, title) in titles.enumerated() {
     print(

@@ -1,6 +1,9 @@
+// Sendable said, not inferred: inferring it through JSONMembers, which holds JSONNodes, made an incremental debug
+// build of this module fail with "circular reference" whenever one file was compiled without the others.
+
 /// A parsed JSON value as the coders hold it: numbers keep their text, so an `Int64` or `UInt64` beyond 2^53
 /// decodes exactly.
-enum JSONNode {
+enum JSONNode: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -25,7 +28,7 @@ enum JSONNode {
 /// value. Kept as a list: building a dictionary for every object of a `ListLinks` reply (20,000 objects of 8
 /// members) cost more than parsing the text, and finding one of a dozen keys by comparing them is cheaper than
 /// hashing it. A large object (a hostile client's, or a map) is indexed once, so a lookup never scans it whole.
-struct JSONMembers {
+struct JSONMembers: Sendable {
     private(set) var pairs: [(key: String, value: JSONNode)]
     /// Each key's last position, for objects larger than ``JSONMembers/scanned``.
     private let index: [String: Int]?

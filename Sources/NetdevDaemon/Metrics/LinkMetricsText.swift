@@ -65,44 +65,68 @@ struct LinkMetricsText {
         // No link, no family: as the registry, which leaves out families without series.
         guard !lines.isEmpty else { return }
         lines.sort { $0.index < $1.index }
-        text.reserveCapacity(text.count + lines.count * 600)
-        text += headers[0]
-        for line in lines {
-            let state = line.state
-            for (candidate, stateLabel) in zip(OperationalState.allCases, stateLabels) {
-                text += names[0]
-                text += line.label
-                text += stateLabel
-                text += candidate == state ? Self.one : Self.zero
+        // Written through a pointer into room sized once: appending each of the 200,000 series' pieces to an array
+        // (its uniqueness and capacity checked each time) was most of a render's instructions.
+        let lastChanges = lines.map { $0.shown.map { Array("\($0.lastChange)".utf8) } }
+        // Each line's series: 7 states, then carrier, addresses, state changes and last change, each a family name,
+        // the label, the label's end and a value of at most 21 digits and ".0\n".
+        let longestStateLabel = stateLabels.map(\.count).max() ?? 0
+        let seriesRoom = names.reduce(0) { $0 + $1.count } + 6 * names[0].count + longestStateLabel * 7 + 7 * 4
+        let room =
+            headers.reduce(0) { $0 + $1.count }
+            + zip(lines, lastChanges).reduce(0) { room, line in
+                room + seriesRoom + 11 * (line.0.label.count + Self.closing.count) + 4 * 25
+                    + (line.1?.count ?? 0)
             }
-        }
-        family(1, lines, into: &text) { line, text in text += line.carrier ? Self.one : Self.zero }
-        // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
-        family(2, lines, into: &text) { line, text in
-            Self.appendDecimal(line.addresses, to: &text)
-            text += Self.pointZero
-        }
-        family(3, lines, into: &text) { line, text in
-            Self.appendDecimal(line.shown?.stateChanges ?? 0, to: &text)
-            text.append(UInt8(ascii: "\n"))
-        }
-        let changed = lines.filter { $0.shown != nil }
-        if !changed.isEmpty {
-            family(4, changed, into: &text) { line, text in
-                text += Array("\(line.shown?.lastChange ?? 0)\n".utf8)
+        let before = text.count
+        text.append(contentsOf: repeatElement(0, count: room))
+        let written = text.withUnsafeMutableBufferPointer { buffer in
+            var out = Cursor(buffer, at: before)
+            out.put(headers[0])
+            for line in lines {
+                for (candidate, stateLabel) in zip(OperationalState.allCases, stateLabels) {
+                    out.put(names[0])
+                    out.put(line.label)
+                    out.put(stateLabel)
+                    out.put(candidate == line.state ? Self.one : Self.zero)
+                }
             }
+            family(1, lines, &out) { line, out in out.put(line.carrier ? Self.one : Self.zero) }
+            // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
+            family(2, lines, &out) { line, out in
+                out.putDecimal(line.addresses)
+                out.put(Self.pointZero)
+            }
+            family(3, lines, &out) { line, out in
+                out.putDecimal(line.shown?.stateChanges ?? 0)
+                out.put(Self.newline)
+            }
+            if lastChanges.contains(where: { $0 != nil }) {
+                out.put(headers[4])
+                for (number, line) in lines.enumerated() {
+                    guard let lastChange = lastChanges[number] else { continue }
+                    out.put(names[4])
+                    out.put(line.label)
+                    out.put(Self.closing)
+                    out.put(lastChange)
+                    out.put(Self.newline)
+                }
+            }
+            return out.position
         }
+        text.removeSubrange(written...)
     }
 
+    /// Writes family `number`'s header, then a series for each of `lines`, its value written by `value`.
     private func family(
-        _ number: Int, _ lines: [Line], into text: inout [UInt8], value: (Line, inout [UInt8]) -> Void
+        _ number: Int, _ lines: [Line], _ out: inout Cursor, value: (Line, inout Cursor) -> Void
     ) {
-        text += headers[number]
+        out.put(headers[number])
         for line in lines {
-            text += names[number]
-            text += line.label
-            text += Self.closing
-            value(line, &text)
+            out.put(names[number])
+            out.put(line.label)
+            out.put(Self.closing)
+            value(line, &out)
         }
     }
 
@@ -117,24 +141,56 @@ struct LinkMetricsText {
         var shown: MetricsRecorder.LinkActivity?
     }
 
+    /// Where the next byte goes, in room the caller has sized for everything written.
+    private struct Cursor {
+        let buffer: UnsafeMutableBufferPointer<UInt8>
+        var position: Int
+
+        init(_ buffer: UnsafeMutableBufferPointer<UInt8>, at position: Int) {
+            self.buffer = buffer
+            self.position = position
+        }
+
+        mutating func put(_ bytes: [UInt8]) {
+            bytes.withUnsafeBufferPointer { bytes in
+                precondition(position + bytes.count <= buffer.count, "the metrics text outgrew its room")
+                guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
+                (target + position).update(from: source, count: bytes.count)
+            }
+            position += bytes.count
+        }
+
+        /// The decimal digits of `value`, as `String(value)` says them.
+        mutating func putDecimal(_ value: Int) {
+            precondition(position + 21 <= buffer.count, "the metrics text outgrew its room")
+            if value < 0 {
+                buffer[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            let start = position
+            var rest = value.magnitude
+            repeat {
+                buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
+                position += 1
+                rest /= 10
+            } while rest > 0
+            buffer[start..<position].reverse()
+        }
+    }
+
     private static let closing = Array("} ".utf8)
     private static let pointZero = Array(".0\n".utf8)
-
-    /// Appends the decimal digits of `value` (what `String(value)` says, without making a string).
-    static func appendDecimal(_ value: Int, to text: inout [UInt8]) {
-        guard value != 0 else { return text.append(UInt8(ascii: "0")) }
-        if value < 0 { text.append(UInt8(ascii: "-")) }
-        let start = text.count
-        var rest = value.magnitude
-        while rest > 0 {
-            text.append(UInt8(ascii: "0") + UInt8(rest % 10))
-            rest /= 10
-        }
-        text[start...].reverse()
-    }
+    private static let newline = Array("\n".utf8)
 
     /// A label value as the text format escapes it: backslash, double quote and line feed.
     static func appendEscaped(_ value: String, to text: inout [UInt8]) {
+        let needsNone = value.utf8.withContiguousStorageIfAvailable { bytes in
+            guard !bytes.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A })
+            else { return false }
+            text.append(contentsOf: bytes)
+            return true
+        }
+        if needsNone == true { return }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\\"): text.append(contentsOf: #"\\"#.utf8)
