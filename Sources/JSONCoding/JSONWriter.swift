@@ -20,30 +20,38 @@ struct JSONWriter {
         case .bool(let value): output.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): output.append(contentsOf: text.utf8)
         case .string(let text): writeString(text)
-        case .array(let elements):
-            guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
-            output.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                write(element, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "]"))
-        case .object(let members):
-            guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
-            output.append(UInt8(ascii: "{"))
-            for (index, member) in keyOrder.sorted(members.pairs).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                writeString(member.key)
-                output.append(UInt8(ascii: ":"))
-                if pretty { output.append(UInt8(ascii: " ")) }
-                write(member.value, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "}"))
+        case .array(let elements): writeArray(elements, level: level)
+        case .object(let members): writeObject(members.pairs, level: level)
         }
+    }
+
+    /// An array of parsed or pending values: both trees are written by these two.
+    mutating func writeArray<Element: WritableNode>(_ elements: [Element], level: Int) {
+        guard !elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
+        output.append(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            newline(level + 1)
+            element.write(to: &self, level: level + 1)
+        }
+        newline(level)
+        output.append(UInt8(ascii: "]"))
+    }
+
+    /// An object's members, written with their keys sorted.
+    mutating func writeObject<Value: WritableNode>(_ members: [(key: String, value: Value)], level: Int) {
+        guard !members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
+        output.append(UInt8(ascii: "{"))
+        for (index, member) in keyOrder.sorted(members).enumerated() {
+            if index > 0 { output.append(UInt8(ascii: ",")) }
+            newline(level + 1)
+            writeString(member.key)
+            output.append(UInt8(ascii: ":"))
+            if pretty { output.append(UInt8(ascii: " ")) }
+            member.value.write(to: &self, level: level + 1)
+        }
+        newline(level)
+        output.append(UInt8(ascii: "}"))
     }
 
     mutating func newline(_ level: Int) {
@@ -128,31 +136,23 @@ extension JSONWriter {
         switch pending {
         case .done(let node): write(node, level: level)
         case .deferred(let encoder): write(encoder.storage ?? .done(.object(JSONMembers([]))), level: level)
-        case .array(let array):
-            guard !array.elements.isEmpty else { return output.append(contentsOf: "[]".utf8) }
-            output.append(UInt8(ascii: "["))
-            for (index, element) in array.elements.enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                write(element, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "]"))
-        case .object(let object):
-            guard !object.members.isEmpty else { return output.append(contentsOf: "{}".utf8) }
-            output.append(UInt8(ascii: "{"))
-            for (index, member) in keyOrder.sorted(object.members).enumerated() {
-                if index > 0 { output.append(UInt8(ascii: ",")) }
-                newline(level + 1)
-                writeString(member.key)
-                output.append(UInt8(ascii: ":"))
-                if pretty { output.append(UInt8(ascii: " ")) }
-                write(member.value, level: level + 1)
-            }
-            newline(level)
-            output.append(UInt8(ascii: "}"))
+        case .array(let array): writeArray(array.elements, level: level)
+        case .object(let object): writeObject(object.members, level: level)
         }
     }
+}
+
+/// A tree ``JSONWriter`` writes: parsed (``JSONNode``) or being encoded (``PendingNode``).
+protocol WritableNode {
+    func write(to writer: inout JSONWriter, level: Int)
+}
+
+extension JSONNode: WritableNode {
+    func write(to writer: inout JSONWriter, level: Int) { writer.write(self, level: level) }
+}
+
+extension PendingNode: WritableNode {
+    func write(to writer: inout JSONWriter, level: Int) { writer.write(self, level: level) }
 }
 
 /// The order the members of an object with these keys are written in, kept for the next object.
