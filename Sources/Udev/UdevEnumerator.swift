@@ -48,35 +48,46 @@ public struct UdevEnumerator: Sendable {
             for directory in [sysfs + "/class/" + subsystem, sysfs + "/bus/" + subsystem + "/devices"] {
                 guard let stream = opendir(directory) else { continue }
                 defer { closedir(stream) }
+                // The directory's components, taken apart once: a link is resolved against them.
+                let base = normalized(directory.split(separator: "/"), after: [])
                 while let entry = readdir(stream) {
                     let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                         String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
                     }
                     guard !name.hasPrefix(".") else { continue }
-                    paths.insert(resolve(directory + "/" + name))
+                    paths.insert(resolve(directory + "/" + name, against: base))
                 }
             }
         }
         return paths.sorted()
     }
 
-    /// `path` with its last component's symlink followed (sysfs links are relative: `../../devices/...`).
-    private static func resolve(_ path: String) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return path }
-        let target = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let joined =
-            target.hasPrefix("/") ? target : path.split(separator: "/").dropLast().joined(separator: "/") + "/" + target
-        var components: [Substring] = []
-        for component in joined.split(separator: "/") {
+    /// `path` with its last component's symlink followed (sysfs links are relative: `../../devices/...`);
+    /// `directory` is the components of the directory `path` is in. At 20,000 links this runs for every one as
+    /// netdevd starts: no buffer is zeroed and no path is taken apart twice.
+    private static func resolve(_ path: String, against directory: [Substring]) -> String {
+        let target = withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX)) { buffer -> String? in
+            guard let start = buffer.baseAddress else { return nil }
+            let count = readlink(path, start, buffer.count - 1)
+            guard count > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self)
+        }
+        guard let target else { return path }
+        let components = normalized(target.split(separator: "/"), after: target.hasPrefix("/") ? [] : directory)
+        return "/" + components.joined(separator: "/")
+    }
+
+    /// `components` after `base`, with `.` dropped and `..` taking the one before it away.
+    private static func normalized(_ components: [Substring], after base: [Substring]) -> [Substring] {
+        var result = base
+        for component in components {
             switch component {
             case ".": continue
-            case "..": _ = components.popLast()
-            default: components.append(component)
+            case "..": _ = result.popLast()
+            default: result.append(component)
             }
         }
-        return "/" + components.joined(separator: "/")
+        return result
     }
 
     /// The devices of `subsystems` (every device when empty), through libudev's enumerator.
