@@ -48,8 +48,8 @@ public struct UdevEnumerator: Sendable {
             for directory in [sysfs + "/class/" + subsystem, sysfs + "/bus/" + subsystem + "/devices"] {
                 guard let stream = opendir(directory) else { continue }
                 defer { closedir(stream) }
-                // The directory's components, taken apart once: a link is resolved against them.
-                let base = normalized(directory.split(separator: "/"), after: [])
+                // The directory as a path without `.` and `..`: each link is resolved against it.
+                let base = normalized(Array(directory.utf8)[...], after: [])
                 while let entry = readdir(stream) {
                     let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                         String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
@@ -63,29 +63,33 @@ public struct UdevEnumerator: Sendable {
     }
 
     /// `path` with its last component's symlink followed (sysfs links are relative: `../../devices/...`);
-    /// `directory` is the components of the directory `path` is in. At 20,000 links this runs for every one as
-    /// netdevd starts: no buffer is zeroed and no path is taken apart twice.
-    private static func resolve(_ path: String, against directory: [Substring]) -> String {
-        let target = withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX)) { buffer -> String? in
-            guard let start = buffer.baseAddress else { return nil }
-            let count = readlink(path, start, buffer.count - 1)
-            guard count > 0 else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(start: start, count: count), as: UTF8.self)
+    /// `directory` is the directory `path` is in, without `.` and `..`. At 20,000 links this runs for every one as
+    /// netdevd starts, so it works on the bytes: no buffer is zeroed, no path taken apart into strings.
+    private static func resolve(_ path: String, against directory: [UInt8]) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
+            guard let start = buffer.baseAddress else { return path }
+            let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                readlink(path, $0, buffer.count - 1)
+            }
+            guard count > 0 else { return path }
+            let target = buffer[..<count]
+            let resolved = normalized(target, after: target.first == UInt8(ascii: "/") ? [] : directory)
+            return String(decoding: resolved.isEmpty ? [UInt8(ascii: "/")] : resolved, as: UTF8.self)
         }
-        guard let target else { return path }
-        let components = normalized(target.split(separator: "/"), after: target.hasPrefix("/") ? [] : directory)
-        return "/" + components.joined(separator: "/")
     }
 
-    /// `components` after `base`, with `.` dropped and `..` taking the one before it away.
-    private static func normalized(_ components: [Substring], after base: [Substring]) -> [Substring] {
+    /// The components of `path` appended to `base` (a path without a trailing slash, or empty for the root), with
+    /// `.` dropped and `..` taking the component before it away.
+    private static func normalized(_ path: some Collection<UInt8>, after base: [UInt8]) -> [UInt8] {
         var result = base
-        for component in components {
-            switch component {
-            case ".": continue
-            case "..": _ = result.popLast()
-            default: result.append(component)
+        for component in path.split(separator: UInt8(ascii: "/")) {
+            if component.elementsEqual(CollectionOfOne(UInt8(ascii: "."))) { continue }
+            if component.elementsEqual("..".utf8) {
+                result.removeSubrange((result.lastIndex(of: UInt8(ascii: "/")) ?? 0)...)
+                continue
             }
+            result.append(UInt8(ascii: "/"))
+            result.append(contentsOf: component)
         }
         return result
     }
