@@ -128,7 +128,7 @@ extension NetlinkLink {
                 link.name = try attribute.string(reader)
             case Kernel.IFLA_ADDRESS:
                 let bytes = try attribute.bytes(reader)
-                link.macAddress = bytes.isEmpty ? nil : bytes.map { hexByte($0) }.joined(separator: ":")
+                link.macAddress = bytes.isEmpty ? nil : hardwareAddress(bytes)
             case Kernel.IFLA_MTU:
                 link.mtu = try attribute.u32(reader)
             case Kernel.IFLA_OPERSTATE:
@@ -152,7 +152,17 @@ extension NetlinkLink {
     }
 }
 
-private func hexByte(_ byte: UInt8) -> String {
-    let digits: [Character] = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0xF)]])
+/// A hardware address as `ip link` shows it: lowercase hex bytes joined by colons. Written as bytes: every link
+/// message of a burst carries one, and making a string of each digit cost more than the rest of the parse.
+private func hardwareAddress(_ bytes: some Collection<UInt8>) -> String {
+    var text: [UInt8] = []
+    text.reserveCapacity(bytes.count * 3)
+    for byte in bytes {
+        if !text.isEmpty { text.append(UInt8(ascii: ":")) }
+        text.append(hexDigits[Int(byte >> 4)])
+        text.append(hexDigits[Int(byte & 0xF)])
+    }
+    return String(decoding: text, as: UTF8.self)
 }
+
+private let hexDigits = Array("0123456789abcdef".utf8)
