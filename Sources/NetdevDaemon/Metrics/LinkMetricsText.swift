@@ -12,7 +12,19 @@ import NetdevSession
 /// keeps the state changes and last change it showed, and a new one starts at 0 with no last change.
 struct LinkMetricsText {
     /// What each link name's series last showed of the counts: its state changes and last change.
-    private var shown: [String: MetricsRecorder.LinkActivity] = [:]
+    private var shown: [String: Shown] = [:]
+
+    /// A link's activity as its series showed it, with the last change's text (a `Double` written as Swift writes
+    /// it, made again only when the activity changes: at 20,000 links, a tenth of a render).
+    private struct Shown {
+        var activity: MetricsRecorder.LinkActivity
+        var lastChange: [UInt8]
+
+        init(_ activity: MetricsRecorder.LinkActivity, was old: Shown?) {
+            self.activity = activity
+            lastChange = old?.activity == activity ? old?.lastChange ?? [] : Array("\(activity.lastChange)".utf8)
+        }
+    }
     /// Each family's name, `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last change).
     private let names: [[UInt8]]
     private let headers: [[UInt8]]
@@ -46,12 +58,13 @@ struct LinkMetricsText {
         for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
             named[link.name] = link
         }
-        var shownNow: [String: MetricsRecorder.LinkActivity] = [:]
+        var shownNow: [String: Shown] = [:]
         shownNow.reserveCapacity(named.count)
         var lines: [Line] = []
         lines.reserveCapacity(named.count)
         for (name, link) in named {
-            let activity = counts.links[link.index] ?? shown[name]
+            let old = shown[name]
+            let activity = (counts.links[link.index] ?? old?.activity).map { Shown($0, was: old) }
             if let activity { shownNow[name] = activity }
             var label = Array(#"{link=""#.utf8)
             Self.appendEscaped(name, to: &label)
@@ -67,7 +80,7 @@ struct LinkMetricsText {
         lines.sort { $0.index < $1.index }
         // Written through a pointer into room sized once: appending each of the 200,000 series' pieces to an array
         // (its uniqueness and capacity checked each time) was most of a render's instructions.
-        let lastChanges = lines.map { $0.shown.map { Array("\($0.lastChange)".utf8) } }
+        let lastChanges = lines.map { $0.shown?.lastChange }
         // Each line's series: 7 states, then carrier, addresses, state changes and last change, each a family name,
         // the label, the label's end and a value of at most 21 digits and ".0\n".
         let longestStateLabel = stateLabels.map(\.count).max() ?? 0
@@ -98,7 +111,7 @@ struct LinkMetricsText {
                 out.put(Self.pointZero)
             }
             family(3, lines, &out) { line, out in
-                out.putDecimal(line.shown?.stateChanges ?? 0)
+                out.putDecimal(line.shown?.activity.stateChanges ?? 0)
                 out.put(Self.newline)
             }
             if lastChanges.contains(where: { $0 != nil }) {
@@ -138,7 +151,7 @@ struct LinkMetricsText {
         var state: OperationalState
         var carrier: Bool
         var addresses: Int
-        var shown: MetricsRecorder.LinkActivity?
+        var shown: Shown?
     }
 
     /// Where the next byte goes, in room the caller has sized for everything written.
