@@ -135,7 +135,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let listBytes = listReply.count
     // The reply again after one link changed, as the control service makes it: from the text it kept.
     var kept = LinkListText()
-    kept.keep(kept.make(for: current), latest: current.changeSequence)
+    kept.note(current)
+    kept.keep(kept.make(for: current))
     let changed = Session.update(current, .linkChanged(linkState(1, up: false))).model ?? current
     let relist = measure {
         var list = kept

@@ -38,6 +38,17 @@ struct LinkListTextTests {
         var late: LinkListText.Made?
         for step in 0..<3_000 {
             model = Session.update(model, NotedChangeTests.randomEvent(using: &generator)).model ?? model
+            if Int.random(in: 0..<50, using: &generator) == 0 {
+                // A change not noted link by link (a resync, a reload), or noted for more links than the kept text
+                // is worth following: a quiet link is renamed, and its kept text must not be used again.
+                let index = Int32.random(in: 100...149, using: &generator)
+                if var link = model.links[index] {
+                    link.state.name = "renamed\(step)"
+                    model.setLink(link, at: index)
+                }
+                model.changeSequence += 1
+                model.lastChange = Bool.random(using: &generator) ? .everything : StateChange(links: Array(100...149))
+            }
             switch Int.random(in: 0..<100, using: &generator) {
             case 0:
                 // A model the service never saw: the kept text must not be used for the next reply.
@@ -56,12 +67,12 @@ struct LinkListTextTests {
                 if late == nil && Bool.random(using: &generator) {
                     late = made
                 } else {
-                    list.keep(made, latest: model.changeSequence)
+                    list.keep(made)
                 }
             default:
                 list.note(model)
                 if let made = late, Bool.random(using: &generator) {
-                    list.keep(made, latest: model.changeSequence)
+                    list.keep(made)
                     late = nil
                 }
             }
@@ -69,5 +80,33 @@ struct LinkListTextTests {
         #expect(replies > 300)
         // The 50 quiet links are copied in nearly every reply.
         #expect(copied > replies * 40, "\(copied) links copied over \(replies) replies")
+    }
+
+    @Test("after a change not noted link by link, a reply made while more changes came is kept and used")
+    func keptAgainAfterWholeChange() throws {
+        var list = LinkListText()
+        var model = Self.start()
+        list.note(model)
+        list.keep(list.make(for: model))
+        // A resync: what changed is not known link by link.
+        model.changeSequence += 1
+        model.lastChange = .everything
+        list.note(model)
+        let quiet = LinkState(
+            index: 100, name: "quiet100", kind: "veth", mtu: 1500, isUp: false, hasLowerUp: false, isLoopback: false,
+            kernelState: .down)
+        model = Session.update(model, .linkChanged(quiet)).model ?? model
+        list.note(model)
+        let made = list.make(for: model)
+        #expect(made.copied == 0)
+        // Links keep changing while the reply is made outside the lock; it is kept all the same.
+        var renamed = quiet
+        renamed.name = "quiet100b"
+        model = Session.update(model, .linkChanged(renamed)).model ?? model
+        list.note(model)
+        list.keep(made)
+        let next = list.make(for: model)
+        #expect(next.text == (try Self.wholeText(model)))
+        #expect(next.copied == 49, "the 49 links that did not change are copied")
     }
 }

@@ -23,6 +23,9 @@ struct UdevSyspathTests {
             atPath: sysfs + "/bus/net/devices/eth0",
             withDestinationPath: "../../../devices/pci0000:00/0000:00:03.0/net/eth0")
         try files.createSymbolicLink(atPath: sysfs + "/class/net/abs0", withDestinationPath: "/sys/devices/x/abs0")
+        // More `..` than the directory is deep: the root stays the root.
+        try files.createSymbolicLink(
+            atPath: sysfs + "/class/net/deep0", withDestinationPath: String(repeating: "../", count: 12) + "deep0")
         try Data().write(to: URL(fileURLWithPath: sysfs + "/class/net/bonding_masters"))
         try Data().write(to: URL(fileURLWithPath: sysfs + "/class/net/.hidden"))
         let root = sysfs.split(separator: "/").joined(separator: "/")
@@ -32,7 +35,7 @@ struct UdevSyspathTests {
                     "/" + root + "/class/net/bonding_masters",
                     "/" + root + "/devices/pci0000:00/0000:00:03.0/net/eth0",
                     "/" + root + "/devices/virtual/net/veth0",
-                    "/sys/devices/x/abs0",
+                    "/sys/devices/x/abs0", "/deep0",
                 ].sorted())
     }
 }

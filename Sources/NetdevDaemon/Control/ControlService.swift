@@ -322,7 +322,7 @@ public final class ControlService: Sendable {
         guard let model else { return Self.emptyObject }
         if let text = list.current(for: model) { return text }
         let made = list.make(for: model)
-        withState { state in state.linkList.keep(made, latest: state.latest?.changeSequence ?? model.changeSequence) }
+        withState { state in state.linkList.keep(made) }
         return made.text
     }
 

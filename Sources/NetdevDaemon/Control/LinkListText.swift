@@ -9,10 +9,11 @@ import NetdevWire
 ///
 /// The contract: ``make(for:)`` is byte for byte the text of `["links": model.sortedLinks.map(LinkReport.init)]`
 /// as ``JSONTextEncoder`` writes it. The kept text is used only while every model since it was made was noted one
-/// sequence after another, each with the links it changed; a change not noted link by link (a resync, a reload), a
-/// sequence missed, or more changed links than half the text holds, and the next reply is made whole.
+/// sequence after another, each with the links it changed. A change not noted link by link (a resync, a reload), a
+/// sequence missed, or more changed links than half the host's, and the next reply is made whole; a reply made from
+/// that model or a later one is kept again, however many models were noted while it was made.
 public struct LinkListText: Sendable {
-    /// A reply made from one model, to be kept with ``keep(_:latest:)``.
+    /// A reply made from one model, to be kept with ``keep(_:)``.
     public struct Made: Sendable {
         /// The reply's text.
         public let text: [UInt8]
@@ -26,9 +27,11 @@ public struct LinkListText: Sendable {
 
     /// The last reply kept.
     private var kept: Made?
-    /// The sequence of the last model noted, while changes are followed; `nil` when the kept text cannot be used.
+    /// The sequence of the last model noted (`nil` before the first).
     private var followed: Int?
-    /// The links changed after the kept text was made, each with the last sequence that changed it.
+    /// Changes are known link by link after this sequence: `changed` holds every link changed since.
+    private var since = Int.min
+    /// The links changed after `since`, each with the last sequence that changed it.
     private var changed: [Int32: Int] = [:]
 
     /// Nothing kept.
@@ -36,15 +39,20 @@ public struct LinkListText: Sendable {
 
     /// Notes a published model: call it for every model the loop publishes, in order.
     public mutating func note(_ model: Model) {
-        guard let followed, model.changeSequence != followed else { return }
-        guard model.changeSequence == followed + 1, !model.lastChange.everything,
-            changed.count + model.lastChange.links.count <= (kept?.parts.count ?? 0) / 2 + 16
+        let sequence = model.changeSequence
+        guard sequence != followed else { return }
+        defer { followed = sequence }
+        guard let followed, sequence == followed + 1, !model.lastChange.everything,
+            changed.count + model.lastChange.links.count <= model.links.count / 2 + 16
         else {
-            self = LinkListText()
+            // Not known link by link (or not worth following): no text made before is used again, and changes are
+            // followed afresh from here, so a reply made from this model or a later one can be kept.
+            kept = nil
+            changed = [:]
+            since = sequence
             return
         }
-        for index in model.lastChange.links { changed[index] = model.changeSequence }
-        self.followed = model.changeSequence
+        for index in model.lastChange.links { changed[index] = sequence }
     }
 
     /// The kept reply, when it is `model`'s.
@@ -83,18 +91,14 @@ public struct LinkListText: Sendable {
         return Made(text: text, sequence: model.changeSequence, parts: parts, copied: copied)
     }
 
-    /// Keeps `made` for the next reply, unless a newer one is kept, or the changes since it was made were not all
-    /// followed. `latest` is the sequence of the last model noted.
-    public mutating func keep(_ made: Made, latest: Int) {
-        if let followed {
-            guard made.sequence >= kept?.sequence ?? Int.min, made.sequence <= followed else { return }
-            changed = changed.filter { $0.value > made.sequence }
-        } else {
-            // Not followed since: only a reply of the latest model can be kept.
-            guard made.sequence == latest else { return }
-            followed = latest
-            changed = [:]
-        }
+    /// Keeps `made` for the next reply, unless a newer one is kept, or it was made from a model before the changes
+    /// were last followed afresh (the links changed since it are not all known).
+    public mutating func keep(_ made: Made) {
+        guard let followed, made.sequence >= since, made.sequence <= followed,
+            made.sequence >= kept?.sequence ?? Int.min
+        else { return }
+        changed = changed.filter { $0.value > made.sequence }
+        since = made.sequence
         kept = made
     }
 }
