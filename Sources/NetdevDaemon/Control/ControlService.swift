@@ -321,7 +321,8 @@ public final class ControlService: Sendable {
         let (model, list) = withState { state in (state.latest, state.linkList) }
         guard let model else { return Self.emptyObject }
         if let text = list.current(for: model) { return text }
-        let made = list.make(for: model)
+        // As ``encoded(_:)``: a report does not fail to encode, and if one did the answer is an empty object.
+        guard let made = try? list.make(for: model) else { return Self.emptyObject }
         withState { state in state.linkList.keep(made) }
         return made.text
     }

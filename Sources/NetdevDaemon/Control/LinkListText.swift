@@ -63,8 +63,9 @@ public struct LinkListText: Sendable {
     }
 
     /// `model`'s reply: the kept text of each link not changed since, a new encoding of the others. `model` is the
-    /// last one noted (read together with this value, under the same lock); otherwise every link is encoded.
-    public func make(for model: Model) -> Made {
+    /// last one noted (read together with this value, under the same lock); otherwise every link is encoded. Throws
+    /// what the encoder throws, rather than leave a link out of the text.
+    public func make(for model: Model) throws -> Made {
         let usable = followed == model.changeSequence ? kept : nil
         let old = usable?.parts ?? []
         var text = Array("{\"links\":[".utf8)
@@ -82,8 +83,7 @@ public struct LinkListText: Sendable {
                 text.append(contentsOf: usable.text[old[position].range])
                 copied += 1
             } else {
-                // A report is strings, integers and arrays of strings: it always encodes.
-                try? encoder.encode(LinkReport(link), appendingTo: &text)
+                try encoder.encode(LinkReport(link), appendingTo: &text)
             }
             parts.append((link.index, start..<text.count))
         }

@@ -80,16 +80,15 @@ struct LinkMetricsText {
         lines.sort { $0.index < $1.index }
         // Written through a pointer into room sized once: appending each of the 200,000 series' pieces to an array
         // (its uniqueness and capacity checked each time) was most of a render's instructions.
-        let lastChanges = lines.map { $0.shown?.lastChange }
         // Each line's series: 7 states, then carrier, addresses, state changes and last change, each a family name,
         // the label, the label's end and a value of at most 21 digits and ".0\n".
         let longestStateLabel = stateLabels.map(\.count).max() ?? 0
         let seriesRoom = names.reduce(0) { $0 + $1.count } + 6 * names[0].count + longestStateLabel * 7 + 7 * 4
         let room =
             headers.reduce(0) { $0 + $1.count }
-            + zip(lines, lastChanges).reduce(0) { room, line in
-                room + seriesRoom + 11 * (line.0.label.count + Self.closing.count) + 4 * 25
-                    + (line.1?.count ?? 0)
+            + lines.reduce(0) { room, line in
+                room + seriesRoom + 11 * (line.label.count + Self.closing.count) + 4 * 25
+                    + (line.shown?.lastChange.count ?? 0)
             }
         let before = text.count
         text.append(contentsOf: repeatElement(0, count: room))
@@ -114,10 +113,10 @@ struct LinkMetricsText {
                 out.putDecimal(line.shown?.activity.stateChanges ?? 0)
                 out.put(Self.newline)
             }
-            if lastChanges.contains(where: { $0 != nil }) {
+            if lines.contains(where: { $0.shown != nil }) {
                 out.put(headers[4])
-                for (number, line) in lines.enumerated() {
-                    guard let lastChange = lastChanges[number] else { continue }
+                for line in lines {
+                    guard let lastChange = line.shown?.lastChange else { continue }
                     out.put(names[4])
                     out.put(line.label)
                     out.put(Self.closing)
