@@ -59,7 +59,7 @@ struct LinkListTextTests {
                     #expect(text == (try Self.wholeText(model)), "step \(step)")
                     continue
                 }
-                let made = try list.make(for: model)
+                let made = list.make(for: model)
                 #expect(made.text == (try Self.wholeText(model)), "step \(step)")
                 copied += made.copied
                 replies += 1
@@ -87,7 +87,7 @@ struct LinkListTextTests {
         var list = LinkListText()
         var model = Self.start()
         list.note(model)
-        list.keep(try list.make(for: model))
+        list.keep(list.make(for: model))
         // A resync: what changed is not known link by link.
         model.changeSequence += 1
         model.lastChange = .everything
@@ -97,7 +97,7 @@ struct LinkListTextTests {
             kernelState: .down)
         model = Session.update(model, .linkChanged(quiet)).model ?? model
         list.note(model)
-        let made = try list.make(for: model)
+        let made = list.make(for: model)
         #expect(made.copied == 0)
         // Links keep changing while the reply is made outside the lock; it is kept all the same.
         var renamed = quiet
@@ -105,7 +105,7 @@ struct LinkListTextTests {
         model = Session.update(model, .linkChanged(renamed)).model ?? model
         list.note(model)
         list.keep(made)
-        let next = try list.make(for: model)
+        let next = list.make(for: model)
         #expect(next.text == (try Self.wholeText(model)))
         #expect(next.copied == 49, "the 49 links that did not change are copied")
     }

@@ -141,7 +141,7 @@ public final class ControlService: Sendable {
             let oldMissing = missing.flatMap { $0.sequence == previous.changeSequence ? .some($0.missing) : nil }
             let change = ChangeReport(from: previous, to: model, oldMissing: oldMissing)
             missing = (model.changeSequence, change.onlineMissing)
-            if let encoded = Self.encoded(["change": change]) { changes.append((model.changeSequence, encoded)) }
+            changes.append((model.changeSequence, ReportJSON.changeParameters(change)))
         }
         withState { state in
             state.sentMissing = missing
@@ -321,8 +321,7 @@ public final class ControlService: Sendable {
         let (model, list) = withState { state in (state.latest, state.linkList) }
         guard let model else { return Self.emptyObject }
         if let text = list.current(for: model) { return text }
-        // As ``encoded(_:)``: a report does not fail to encode, and if one did the answer is an empty object.
-        guard let made = try? list.make(for: model) else { return Self.emptyObject }
+        let made = list.make(for: model)
         withState { state in state.linkList.keep(made) }
         return made.text
     }

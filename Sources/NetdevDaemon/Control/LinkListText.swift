@@ -1,4 +1,3 @@
-import JSONCoding
 public import NetdevSession
 import NetdevWire
 
@@ -63,9 +62,8 @@ public struct LinkListText: Sendable {
     }
 
     /// `model`'s reply: the kept text of each link not changed since, a new encoding of the others. `model` is the
-    /// last one noted (read together with this value, under the same lock); otherwise every link is encoded. Throws
-    /// what the encoder throws, rather than leave a link out of the text.
-    public func make(for model: Model) throws -> Made {
+    /// last one noted (read together with this value, under the same lock); otherwise every link is encoded.
+    public func make(for model: Model) -> Made {
         let usable = followed == model.changeSequence ? kept : nil
         let old = usable?.parts ?? []
         var text = Array("{\"links\":[".utf8)
@@ -74,7 +72,6 @@ public struct LinkListText: Sendable {
         parts.reserveCapacity(model.links.count)
         var position = 0
         var copied = 0
-        let encoder = JSONTextEncoder()
         for link in model.sortedLinks {
             if !parts.isEmpty { text.append(UInt8(ascii: ",")) }
             while position < old.count && old[position].index < link.index { position += 1 }
@@ -83,7 +80,7 @@ public struct LinkListText: Sendable {
                 text.append(contentsOf: usable.text[old[position].range])
                 copied += 1
             } else {
-                try encoder.encode(LinkReport(link), appendingTo: &text)
+                ReportJSON.append(LinkReport(link), to: &text)
             }
             parts.append((link.index, start..<text.count))
         }

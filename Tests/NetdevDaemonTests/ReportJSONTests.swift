@@ -1,0 +1,86 @@
+import JSONCoding
+import KernelTestSupport
+import NetdevDaemon
+import NetdevWire
+import Testing
+
+@Suite("Reports written field by field")
+struct ReportJSONTests {
+    /// Text a field may hold: plain names, escapes, non-ASCII, keys that sort differently by bytes than by
+    /// characters.
+    static let texts = ["", "eth0", "a\"b", "back\\slash", "tab\there", "line\nfeed", "\u{1}", "é", "Z", "ü0", "/x/y"]
+
+    static func text(_ generator: inout SeededGenerator) -> String {
+        (0..<Int.random(in: 1...2, using: &generator)).map { _ in texts.randomElement(using: &generator)! }.joined()
+    }
+
+    static func optionalText(_ generator: inout SeededGenerator) -> String? {
+        Bool.random(using: &generator) ? text(&generator) : nil
+    }
+
+    static func integer(_ generator: inout SeededGenerator) -> Int {
+        [0, 1, -1, 9, 10, 65_535, Int.max, Int.min, Int.random(in: -1_000_000...1_000_000, using: &generator)]
+            .randomElement(using: &generator)!
+    }
+
+    static func texts(_ generator: inout SeededGenerator) -> [String] {
+        (0..<Int.random(in: 0...3, using: &generator)).map { _ in text(&generator) }
+    }
+
+    static func link(_ generator: inout SeededGenerator) -> LinkReport {
+        LinkReport(
+            index: integer(&generator), name: text(&generator), type: text(&generator),
+            macAddress: optionalText(&generator), mtu: Bool.random(using: &generator) ? integer(&generator) : nil,
+            operationalState: text(&generator), addresses: texts(&generator), gateways: texts(&generator))
+    }
+
+    static func device(_ generator: inout SeededGenerator) -> DeviceReport {
+        var properties: [String: String] = [:]
+        for _ in 0..<Int.random(in: 0...4, using: &generator) { properties[text(&generator)] = text(&generator) }
+        return DeviceReport(
+            syspath: text(&generator), sysname: text(&generator), subsystem: text(&generator),
+            devtype: optionalText(&generator), devnode: optionalText(&generator), driver: optionalText(&generator),
+            properties: properties)
+    }
+
+    static func change(_ generator: inout SeededGenerator) -> ChangeReport {
+        var counts: [String: Int] = [:]
+        for _ in 0..<Int.random(in: 0...3, using: &generator) { counts[text(&generator)] = integer(&generator) }
+        return ChangeReport(
+            sequence: integer(&generator), phase: text(&generator), onlineState: text(&generator),
+            links: (0..<Int.random(in: 0...3, using: &generator)).map { _ in link(&generator) },
+            removedLinks: (0..<Int.random(in: 0...3, using: &generator)).map { _ in integer(&generator) },
+            devices: (0..<Int.random(in: 0...2, using: &generator)).map { _ in device(&generator) },
+            removedDevices: texts(&generator), deviceCounts: counts, resyncs: integer(&generator),
+            staleHookRunsDropped: integer(&generator),
+            onlineMissing: Bool.random(using: &generator) ? texts(&generator) : nil)
+    }
+
+    @Test("a monitor's change is byte for byte what the Codable encoder writes, over 2,000 random changes")
+    func changesMatchTheEncoder() throws {
+        var generator = SeededGenerator(seed: 0x7265_706f)
+        for step in 0..<2_000 {
+            let change = Self.change(&generator)
+            let expected = try JSONTextEncoder().encode(["change": change])
+            let written = ReportJSON.changeParameters(change)
+            #expect(
+                written == expected, "step \(step): \(String(decoding: written, as: UTF8.self))")
+            #expect(try JSONTextDecoder().decode([String: ChangeReport].self, from: written)["change"] == change)
+        }
+    }
+
+    @Test("a link and a device are appended after what the buffer holds, as the encoder writes them")
+    func appendsAfterWhatIsThere() throws {
+        var generator = SeededGenerator(seed: 11)
+        for _ in 0..<200 {
+            let link = Self.link(&generator)
+            var output = Array("[".utf8)
+            ReportJSON.append(link, to: &output)
+            #expect(output == Array("[".utf8) + (try JSONTextEncoder().encode(link)))
+            let device = Self.device(&generator)
+            output = []
+            ReportJSON.append(device, to: &output)
+            #expect(output == (try JSONTextEncoder().encode(device)))
+        }
+    }
+}
