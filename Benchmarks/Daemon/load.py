@@ -378,9 +378,12 @@ class MonitorClient:
             time.sleep(0.05)
         return False
 
-    def differences(self, listed):
-        """How the rebuilt links differ from `listed` (netdevctl links --json=short)."""
+    def differences(self, listed, sequence):
+        """How the rebuilt links differ from `listed`, netdevd's links at `sequence`; None when this monitor holds
+        another sequence (a later change came: udevd may still be applying a burst's link policies)."""
         with self.lock:
+            if self.sequence != sequence:
+                return None
             ours = self.links or {}
             theirs = {link["index"]: link for link in listed}
             return sum(1 for index in set(ours) | set(theirs) if ours.get(index) != theirs.get(index))
@@ -527,19 +530,30 @@ def check_monitors(figures, label, monitors, ctl, socket_path):
     """Each monitor's rebuilt state against ListLinks, once it has caught up with netdevd's sequence."""
     if not monitors:
         return
-    # GetState: the links and the sequence of one model.
-    state = json.loads(netdevctl(ctl, socket_path, "status", "--json=short"))
-    listed = state["links"]
     behind, differing, cut, gaps = 0, 0, [], 0
-    for monitor in monitors:
-        if not monitor.wait_for_sequence(state["sequence"], 60):
-            if monitor.ended():
-                cut.append(monitor.ended())
-            else:
-                behind += 1
-            continue
-        differing += 1 if monitor.differences(listed) else 0
-        gaps += len(monitor.problems)
+    waiting = list(monitors)
+    deadline = time.monotonic() + 60
+    while waiting:
+        # GetState: the links and the sequence of one model. A monitor is compared with the model of its own
+        # sequence: one that moved past it (changes still coming) is compared with a newer state in the next pass.
+        state = json.loads(netdevctl(ctl, socket_path, "status", "--json=short"))
+        moved_on = []
+        for monitor in waiting:
+            if not monitor.wait_for_sequence(state["sequence"], max(0.1, deadline - time.monotonic())):
+                if monitor.ended():
+                    cut.append(monitor.ended())
+                else:
+                    behind += 1
+                continue
+            found = monitor.differences(state["links"], state["sequence"])
+            if found is None and time.monotonic() < deadline:
+                moved_on.append(monitor)
+                continue
+            differing += 1 if found != 0 else 0
+            gaps += len(monitor.problems)
+        waiting = moved_on
+        if waiting:
+            time.sleep(0.2)
     figures[f"{label}: monitors equal to netdevd's links / differing / behind / ended / sequence gaps"] = (
         f"{len(monitors) - differing - behind - len(cut)} / {differing} / {behind} / {len(cut)} / {gaps}")
     figures[f"{label}: changes each monitor received (median)"] = statistics.median(m.changes for m in monitors)
