@@ -216,6 +216,38 @@ struct MonitorOrderingTests {
             #expect(state == expected, "client \(client) rebuilt a different state")
         }
     }
+
+    @Test("a burst of changes reaches a monitor in a write per 10 ms, not one per change, and nothing is lost")
+    func burstCoalesced() throws {
+        let served = try ServedControl()
+        defer { withExtendedLifetime(served) {} }
+        let connection = served.service.view.connect { _ in }
+        defer { connection.dispose() }
+        var generator = SeededGenerator(seed: 9)
+        let models = (1...80).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
+        connection.accept(models[0])
+        let monitor = RawMonitor(path: served.path, receiveBuffer: 4 << 20)
+        defer { close(monitor.fd) }
+        let done = DispatchGroup()
+        monitor.readUntilClosed(done)
+        let deadline = Date().addingTimeInterval(10)
+        while !monitor.hasSequence(1) && Date() < deadline { usleep(1_000) }
+        let readsBefore = monitor.readCount
+        // A change a millisecond: sent one by one, that is a write, and a read, per change.
+        let began = Date()
+        for model in models.dropFirst() {
+            connection.accept(model)
+            usleep(1_000)
+        }
+        let published = Date().timeIntervalSince(began)
+        while !monitor.hasSequence(models.count) && Date() < deadline { usleep(1_000) }
+        let reads = monitor.readCount - readsBefore
+        let (sequences, state) = monitor.decoded()
+        #expect(sequences == Array(1...models.count))
+        #expect(state == StateReport(models[models.count - 1], devices: true))
+        // One send when the burst begins, then at most one per 10 ms while it lasts and one for what is left.
+        #expect(reads <= Int(published / 0.010) + 2, "\(reads) reads for \(models.count - 1) changes in \(published) s")
+    }
 }
 
 @Suite("Hook directories")

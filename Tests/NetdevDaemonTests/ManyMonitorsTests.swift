@@ -13,6 +13,8 @@ import Varlink
 final class RawMonitor: Sendable {
     let fd: Int32
     private let received = Mutex<[UInt8]>([])
+    /// How many reads returned bytes: at most the number of writes the daemon made to this client.
+    private let reads = Mutex(0)
 
     /// Connects to `path` and calls `io.netdevd.Monitor` with `more`; a thread reads until the daemon closes.
     init(path: String, receiveBuffer: Int32? = nil) {
@@ -35,6 +37,7 @@ final class RawMonitor: Sendable {
                 let count = recv(fd, &buffer, buffer.count, 0)
                 if count <= 0 { return }
                 received.withLock { $0 += buffer[0..<count] }
+                reads.withLock { $0 += 1 }
             }
         }
     }
@@ -44,6 +47,9 @@ final class RawMonitor: Sendable {
         let needle = Data("\"sequence\":\(sequence),".utf8)
         return received.withLock { Data($0).range(of: needle) != nil }
     }
+
+    /// How many reads have returned bytes so far.
+    var readCount: Int { reads.withLock { $0 } }
 
     /// Everything received so far, as text.
     var text: String { received.withLock { String(decoding: $0, as: UTF8.self) } }

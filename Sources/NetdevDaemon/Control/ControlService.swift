@@ -34,7 +34,14 @@ public final class ControlService: Sendable {
         var unsent: [(previous: Model, model: Model)] = []
         /// The monitor queue has been asked to send `unsent` and has not taken it yet.
         var sendQueued = false
+        /// When the monitor queue last took `unsent`.
+        var lastSend = DispatchTime(uptimeNanoseconds: 0)
     }
+
+    /// The least time between two sends to the monitors. A change after a quiet spell goes at once; in a burst the
+    /// changes of each interval go in one write per monitor. Sent one by one, at 1,000 links with 10 monitors the
+    /// writes (the socket and waking each reader) were a fifth of netdevd's CPU (docs/PERFORMANCE.md).
+    static let monitorSendInterval = DispatchTimeInterval.milliseconds(10)
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
@@ -96,13 +103,13 @@ public final class ControlService: Sendable {
 
     /// Sends every monitor what changed, built from what the session noted changed (``Model/lastChange``), so a
     /// change costs the same at 20,000 links as at 10. Changes published while the monitor queue is busy go out
-    /// together: each monitor gets one write for what piled up in a burst, not one per change. Replies are queued
-    /// under the lock that registers monitors, so a monitor gets its first state before any change, and skips the
-    /// changes its first state already holds. Models from before the first enumeration finished (no links yet) are
-    /// not published: a call made then waits.
+    /// together, at most one send per ``monitorSendInterval``: each monitor gets one write for what piled up in a
+    /// burst, not one per change. Replies are queued under the lock that registers monitors, so a monitor gets its
+    /// first state before any change, and skips the changes its first state already holds. Models from before the
+    /// first enumeration finished (no links yet) are not published: a call made then waits.
     func publish(_ model: Model) {
         guard model.isEnumerated else { return }
-        let (parked, startSending) = withState { state -> ([@Sendable (Model) -> Void], Bool) in
+        let (parked, sendAt) = withState { state -> ([@Sendable (Model) -> Void], DispatchTime?) in
             defer {
                 // Replies kept for an older sequence are never sent again: at 20,000 links they are megabytes.
                 if state.latest?.changeSequence != model.changeSequence { state.replies = [:] }
@@ -112,14 +119,17 @@ public final class ControlService: Sendable {
             }
             guard let latest = state.latest, latest.changeSequence != model.changeSequence,
                 !state.monitors.isEmpty
-            else { return (state.parked, false) }
+            else { return (state.parked, nil) }
             state.unsent.append((latest, model))
-            defer { state.sendQueued = true }
-            return (state.parked, !state.sendQueued)
+            guard !state.sendQueued else { return (state.parked, nil) }
+            state.sendQueued = true
+            return (state.parked, max(.now(), state.lastSend + Self.monitorSendInterval))
         }
         for call in parked { call(model) }
         answerReloads(model)
-        if startSending {
+        if let sendAt, sendAt > .now() {
+            monitorQueue.asyncAfter(deadline: sendAt) { [self] in sendUnsent() }
+        } else if sendAt != nil {
             monitorQueue.async { [self] in sendUnsent() }
         }
     }
@@ -131,6 +141,7 @@ public final class ControlService: Sendable {
             defer {
                 state.unsent = []
                 state.sendQueued = false
+                state.lastSend = .now()
             }
             return (state.unsent, state.sentMissing)
         }
