@@ -214,6 +214,11 @@ public struct Model: Codable, Sendable, Equatable {
         ]
     }
 
+    /// How many links count for the online state (not loopback, not ignored): above ``onlineMissingListed`` links
+    /// and without required interfaces, ``onlineMissing`` depends on this number, the online state and the
+    /// configuration only.
+    public var onlineCandidates: Int { online.candidates }
+
     /// Links sorted by index, for listings.
     public var sortedLinks: [Link] {
         storedLinks.values.sorted { $0.index < $1.index }

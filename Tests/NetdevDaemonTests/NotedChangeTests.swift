@@ -34,16 +34,24 @@ struct NotedChangeTests {
         }
     }
 
-    @Test("each change built from the noted links and devices equals the whole models compared, 4,000 events")
+    @Test("each change built from the noted links and devices equals the whole models compared, 6,000 events")
     func notedEqualsCompared() {
         var generator = SeededGenerator(seed: 0x4e_6f74)
         var noted = 0
-        for required in [[], [InterfaceRequirement(pattern: "eth[2-4]"), InterfaceRequirement(pattern: "wan8")]] {
+        let requirements = [InterfaceRequirement(pattern: "eth[2-4]"), InterfaceRequirement(pattern: "wan8")]
+        // The third run holds 40 more links (down): past 32 links the offline line counts them, not names them.
+        for (required, more) in [([], 0), (requirements, 0), ([], 40)] {
             let configuration = Configuration(requiredInterfaces: required)
             let start = Session.initiate(Model(configuration: configuration)).model
             let loopback = LinkState(
                 index: 1, name: "lo", isUp: true, hasLowerUp: true, isLoopback: true, kernelState: .unknown)
-            let snapshot = Snapshot(links: [Link(state: loopback)], devices: [])
+            let bulk = (0..<more).map { number in
+                Link(
+                    state: LinkState(
+                        index: Int32(100 + number), name: "bulk\(number)", isUp: false, hasLowerUp: false,
+                        kernelState: .down))
+            }
+            let snapshot = Snapshot(links: [Link(state: loopback)] + bulk, devices: [])
             var model = Session.update(start, .enumerated(generation: 1, snapshot: snapshot)).model ?? start
             // What the control service keeps between changes: the last change's missing lines.
             var missing = StateReport(model).onlineMissing

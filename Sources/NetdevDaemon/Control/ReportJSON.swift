@@ -154,6 +154,7 @@ public enum ReportJSON {
 
     /// Whether `a` precedes `b` by their UTF-8 bytes: the order the encoder writes an object's keys in.
     private static func utf8Precedes(_ a: String, _ b: String) -> Bool {
-        a.utf8.lexicographicallyPrecedes(b.utf8)
+        var (a, b) = (a, b)
+        return a.withUTF8 { left in b.withUTF8 { right in left.lexicographicallyPrecedes(right) } }
     }
 }
