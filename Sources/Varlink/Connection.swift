@@ -18,7 +18,7 @@ final class Connection: @unchecked Sendable {
     /// The error a client that leaves too many replies unread is told.
     private let clientTooSlow: String
     private var framing: VarlinkFraming
-    private var output: [UInt8] = []
+    private var output = OutputBuffer()
     private var readSource: DispatchSourceHandle?
     private var writeSource: (any DispatchSourceWrite)?
     private var isClosed = false
@@ -168,14 +168,14 @@ final class Connection: @unchecked Sendable {
                         + "\(limits.maximumPendingOutputBytes) bytes of replies unread (\(clientTooSlow))")
                 let error = VarlinkReply(parameters: [:], error: clientTooSlow)
                 // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
-                output += (try? VarlinkFraming.encode(error)) ?? []
+                output.append((try? VarlinkFraming.encode(error)) ?? [])
                 closeWhenFlushed = true
                 replier.cancel()
                 readSource?.cancel()
                 flush()
                 return
             }
-            output += message
+            output.append(message)
             flush()
         }
         if !continues {
@@ -203,11 +203,8 @@ final class Connection: @unchecked Sendable {
             }
         }
         while !output.isEmpty && !isClosed {
-            let written = output.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written > 0 {
-                output.removeFirst(written)
-                continue
-            }
+            let written = output.write { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written > 0 { continue }
             if written < 0 && errno == EINTR { continue }
             if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 waitForWritable()

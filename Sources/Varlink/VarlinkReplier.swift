@@ -63,6 +63,7 @@ public final class VarlinkReplier: Sendable {
         }
         guard accepted else { return }
         var message: [UInt8] = []
+        message.reserveCapacity(encodedParameters.count + Self.continuing.count + 2)
         Self.frame(encodedParameters, last: last, into: &message)
         deliver(self, message, !last)
     }
