@@ -69,6 +69,25 @@ struct ReportJSONTests {
         }
     }
 
+    @Test("the state, with and without devices, the device and link lists and a text are what the encoder writes")
+    func repliesMatchTheEncoder() throws {
+        var generator = SeededGenerator(seed: 0x7374)
+        for step in 0..<300 {
+            let change = Self.change(&generator)
+            let devices = Bool.random(using: &generator) ? change.devices : nil
+            let state = StateReport(
+                sequence: change.sequence, phase: change.phase, onlineState: change.onlineState, links: change.links,
+                devices: devices, deviceCounts: change.deviceCounts, resyncs: change.resyncs,
+                staleHookRunsDropped: change.staleHookRunsDropped, onlineMissing: change.onlineMissing)
+            let encoder = JSONTextEncoder()
+            #expect(ReportJSON.stateParameters(state) == (try encoder.encode(["state": state])), "step \(step)")
+            #expect(ReportJSON.devicesParameters(change.devices) == (try encoder.encode(["devices": change.devices])))
+            #expect(ReportJSON.linksParameters(change.links) == (try encoder.encode(["links": change.links])))
+            let text = Self.texts(&generator).joined(separator: "\n")
+            #expect(ReportJSON.textParameters(text) == (try encoder.encode(["text": text])))
+        }
+    }
+
     @Test("a link and a device are appended after what the buffer holds, as the encoder writes them")
     func appendsAfterWhatIsThere() throws {
         var generator = SeededGenerator(seed: 11)

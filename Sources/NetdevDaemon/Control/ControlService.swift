@@ -178,7 +178,8 @@ public final class ControlService: Sendable {
             methods: [
                 "GetState": { [self] _, _, replier in
                     withLatest { [self] model in
-                        replier.reply(encodedParameters: cached(.state, model) { ["state": StateReport($0)] })
+                        replier.reply(
+                            encodedParameters: cached(.state, model) { ReportJSON.stateParameters(StateReport($0)) })
                     }
                 },
                 "ListLinks": { [self] call, _, replier in
@@ -190,7 +191,7 @@ public final class ControlService: Sendable {
                             return
                         }
                         let links = model.sortedLinks.filter { Glob.matches(glob, $0.name) }.map(LinkReport.init)
-                        replier.reply(encodedParameters: Self.encoded(["links": links]) ?? Self.emptyObject)
+                        replier.reply(encodedParameters: ReportJSON.linksParameters(links))
                     }
                 },
                 "ListDevices": { [self] call, _, replier in
@@ -198,11 +199,13 @@ public final class ControlService: Sendable {
                     withLatest { [self] model in
                         guard let subsystem = subsystem?.stringValue else {
                             replier.reply(
-                                encodedParameters: cached(.devices, model) { ["devices": StateReport.devices($0)] })
+                                encodedParameters: cached(.devices, model) {
+                                    ReportJSON.devicesParameters(StateReport.devices($0))
+                                })
                             return
                         }
                         let devices = StateReport.devices(model).filter { $0.subsystem == subsystem }
-                        replier.reply(encodedParameters: Self.encoded(["devices": devices]) ?? Self.emptyObject)
+                        replier.reply(encodedParameters: ReportJSON.devicesParameters(devices))
                     }
                 },
                 "Monitor": { [self] call, _, replier in
@@ -221,7 +224,7 @@ public final class ControlService: Sendable {
                         withState { state in
                             guard let model = state.latest else { return }
                             let report = Self.cached(.monitorState, model, in: &state) {
-                                ["state": StateReport($0, devices: true)]
+                                ReportJSON.stateParameters(StateReport($0, devices: true))
                             }
                             state.monitors[key] = (replier, model.changeSequence)
                             replier.reply(encodedParameters: report, continues: true)
@@ -238,7 +241,7 @@ public final class ControlService: Sendable {
                     }
                     withLatest { model in
                         let text = String(decoding: metrics(model), as: UTF8.self)
-                        replier.reply(encodedParameters: Self.encoded(["text": text]) ?? Self.emptyObject)
+                        replier.reply(encodedParameters: ReportJSON.textParameters(text))
                     }
                 },
                 "CountHooks": { [self] _, _, replier in
@@ -337,17 +340,15 @@ public final class ControlService: Sendable {
         return made.text
     }
 
-    /// The reply `kind` for `model`: the one kept for its change sequence, or `parameters` encoded now and kept.
-    private func cached(
-        _ kind: CachedReply, _ model: Model, _ parameters: (Model) -> [String: some Encodable]
-    ) -> [UInt8] {
+    /// The reply `kind` for `model`: the one kept for its change sequence, or `parameters` written now and kept.
+    private func cached(_ kind: CachedReply, _ model: Model, _ parameters: (Model) -> [UInt8]) -> [UInt8] {
         let hit = withState { state in state.replies[kind] }
         if let hit, hit.sequence == model.changeSequence {
             return hit.bytes
         }
         // Encoded outside the lock, so a query at 1,000 links never holds up the loop's publishing. Kept only if
         // no newer model was published meanwhile.
-        let bytes = Self.encoded(parameters(model)) ?? Self.emptyObject
+        let bytes = parameters(model)
         withState { state in
             if state.latest?.changeSequence == model.changeSequence {
                 state.replies[kind] = (model.changeSequence, bytes)
@@ -358,12 +359,12 @@ public final class ControlService: Sendable {
 
     /// ``cached(_:_:_:)`` for a caller that holds the lock already.
     private static func cached(
-        _ kind: CachedReply, _ model: Model, in state: inout State, _ parameters: (Model) -> [String: some Encodable]
+        _ kind: CachedReply, _ model: Model, in state: inout State, _ parameters: (Model) -> [UInt8]
     ) -> [UInt8] {
         if let hit = state.replies[kind], hit.sequence == model.changeSequence {
             return hit.bytes
         }
-        let bytes = encoded(parameters(model)) ?? emptyObject
+        let bytes = parameters(model)
         state.replies[kind] = (model.changeSequence, bytes)
         return bytes
     }

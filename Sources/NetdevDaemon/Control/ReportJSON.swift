@@ -1,11 +1,12 @@
 import JSONCoding
 public import NetdevWire
 
-/// The JSON text of the reports sent on every change (a monitor's change, a link in `ListLinks`), written field by
-/// field instead of through `Codable`. Contract: the bytes are exactly ``JSONCoding/JSONTextEncoder``'s for the same
+/// The JSON text of the reports (a monitor's change, a link in `ListLinks`, the state, the devices), written field
+/// by field instead of through `Codable`. Contract: the bytes are exactly ``JSONCoding/JSONTextEncoder``'s for the same
 /// value (compact, members in their keys' UTF-8 order, an absent optional left out), so a client cannot tell which
 /// wrote them; the tests compare the two on random reports. The generic encoder cost about 104,000 instructions per
-/// monitor change (see docs/PERFORMANCE.md, "10 monitors"), most of netdevd's work per event with monitors attached.
+/// monitor change, most of netdevd's work per event with monitors attached, and built a tree of the whole value
+/// first: for `Monitor`'s first reply at 20,000 links (every link and device), tens of megabytes held at once.
 public enum ReportJSON {
     /// `{"change": change}`, the parameters of a monitor's reply after its first state.
     public static func changeParameters(_ change: ChangeReport) -> [UInt8] {
@@ -13,6 +14,63 @@ public enum ReportJSON {
         output.reserveCapacity(256 + 160 * change.links.count + 400 * change.devices.count)
         output.append(contentsOf: #"{"change":"#.utf8)
         append(change, to: &output)
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// `{"state": state}`: `GetState`'s reply, and `Monitor`'s first with every device.
+    public static func stateParameters(_ state: StateReport) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(256 + 160 * state.links.count + 400 * (state.devices?.count ?? 0))
+        output.append(contentsOf: #"{"state":"#.utf8)
+        var object = Members()
+        object.key("deviceCounts", &output)
+        appendCounts(state.deviceCounts, to: &output)
+        if let devices = state.devices {
+            object.key("devices", &output)
+            appendArray(devices, to: &output, append)
+        }
+        object.key("links", &output)
+        appendArray(state.links, to: &output, append)
+        appendSmallParts(
+            missing: state.onlineMissing, online: state.onlineState, phase: state.phase, to: &output, &object)
+        object.key("resyncs", &output)
+        appendInteger(state.resyncs, to: &output)
+        object.key("sequence", &output)
+        appendInteger(state.sequence, to: &output)
+        object.key("staleHookRunsDropped", &output)
+        appendInteger(state.staleHookRunsDropped, to: &output)
+        output.append(contentsOf: "}}".utf8)
+        return output
+    }
+
+    /// `{"devices": devices}`: `ListDevices`' reply.
+    public static func devicesParameters(_ devices: [DeviceReport]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(16 + 400 * devices.count)
+        output.append(contentsOf: #"{"devices":"#.utf8)
+        appendArray(devices, to: &output, append)
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// `{"links": links}`: `ListLinks`' reply to a pattern (the whole list is ``LinkListText``'s).
+    public static func linksParameters(_ links: [LinkReport]) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(16 + 160 * links.count)
+        output.append(contentsOf: #"{"links":"#.utf8)
+        appendArray(links, to: &output, append)
+        output.append(UInt8(ascii: "}"))
+        return output
+    }
+
+    /// `{"text": text}`: `GetMetrics`' reply, in one buffer sized for the text and its escapes (a metrics text has
+    /// about one escape in 20 bytes: the quotes of its labels and its line feeds).
+    public static func textParameters(_ text: String) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(16 + text.utf8.count + text.utf8.count / 8)
+        output.append(contentsOf: #"{"text":"#.utf8)
+        JSONString.append(text, to: &output)
         output.append(UInt8(ascii: "}"))
         return output
     }
@@ -26,14 +84,8 @@ public enum ReportJSON {
         appendArray(change.devices, to: &output, append)
         object.key("links", &output)
         appendArray(change.links, to: &output, append)
-        if let missing = change.onlineMissing {
-            object.key("onlineMissing", &output)
-            appendArray(missing, to: &output, JSONString.append)
-        }
-        object.key("onlineState", &output)
-        JSONString.append(change.onlineState, to: &output)
-        object.key("phase", &output)
-        JSONString.append(change.phase, to: &output)
+        appendSmallParts(
+            missing: change.onlineMissing, online: change.onlineState, phase: change.phase, to: &output, &object)
         object.key("removedDevices", &output)
         appendArray(change.removedDevices, to: &output, JSONString.append)
         object.key("removedLinks", &output)
@@ -114,6 +166,20 @@ public enum ReportJSON {
         func close(_ output: inout [UInt8]) {
             output.append(contentsOf: opened ? Array("}".utf8) : Array("{}".utf8))
         }
+    }
+
+    /// The members between `links` and `removedDevices` (or `resyncs`), which a state and a change share.
+    private static func appendSmallParts(
+        missing: [String]?, online: String, phase: String, to output: inout [UInt8], _ object: inout Members
+    ) {
+        if let missing {
+            object.key("onlineMissing", &output)
+            appendArray(missing, to: &output, JSONString.append)
+        }
+        object.key("onlineState", &output)
+        JSONString.append(online, to: &output)
+        object.key("phase", &output)
+        JSONString.append(phase, to: &output)
     }
 
     private static func appendCounts(_ counts: [String: Int], to output: inout [UInt8]) {
