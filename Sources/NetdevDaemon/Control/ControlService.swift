@@ -38,10 +38,11 @@ public final class ControlService: Sendable {
         var lastSend = DispatchTime(uptimeNanoseconds: 0)
     }
 
-    /// The least time between two sends to the monitors. A change after a quiet spell goes at once; in a burst the
-    /// changes of each interval go in one write per monitor. Sent one by one, at 1,000 links with 10 monitors the
-    /// writes (the socket and waking each reader) were a fifth of netdevd's CPU (docs/PERFORMANCE.md).
-    static let monitorSendInterval = DispatchTimeInterval.milliseconds(10)
+    /// The least time between two sends to the monitors, in milliseconds. A change after a quiet spell goes at once;
+    /// while changes keep coming, those of each interval go in one write per monitor. Each send wakes the monitor
+    /// queue and every monitor's client: at 20,000 links, where a burst's events trickle in for minutes, a send
+    /// every 10 ms held 1 to 4 changes and 10 monitors' sends cost 84 µs each (docs/PERFORMANCE.md).
+    public static let monitorSendIntervalMilliseconds = 50
 
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
@@ -103,10 +104,10 @@ public final class ControlService: Sendable {
 
     /// Sends every monitor what changed, built from what the session noted changed (``Model/lastChange``), so a
     /// change costs the same at 20,000 links as at 10. Changes published while the monitor queue is busy go out
-    /// together, at most one send per ``monitorSendInterval``: each monitor gets one write for what piled up in a
-    /// burst, not one per change. Replies are queued under the lock that registers monitors, so a monitor gets its
-    /// first state before any change, and skips the changes its first state already holds. Models from before the
-    /// first enumeration finished (no links yet) are not published: a call made then waits.
+    /// together, at most one send per ``monitorSendIntervalMilliseconds``: each monitor gets one write for what piled
+    /// up in a burst, not one per change. Replies are queued under the lock that registers monitors, so a monitor
+    /// gets its first state before any change, and skips the changes its first state already holds. Models from
+    /// before the first enumeration finished (no links yet) are not published: a call made then waits.
     func publish(_ model: Model) {
         guard model.isEnumerated else { return }
         let (parked, sendAt) = withState { state -> ([@Sendable (Model) -> Void], DispatchTime?) in
@@ -123,7 +124,7 @@ public final class ControlService: Sendable {
             state.unsent.append((latest, model))
             guard !state.sendQueued else { return (state.parked, nil) }
             state.sendQueued = true
-            return (state.parked, max(.now(), state.lastSend + Self.monitorSendInterval))
+            return (state.parked, max(.now(), state.lastSend + .milliseconds(Self.monitorSendIntervalMilliseconds)))
         }
         for call in parked { call(model) }
         answerReloads(model)
@@ -163,9 +164,9 @@ public final class ControlService: Sendable {
         }
     }
 
-    /// `value` as JSON bytes, encoded once for every monitor. `nil` does not happen for netdevd's reports (strings,
-    /// integers, booleans and collections of them; the encoder fails only on non-finite floats and throwing custom
-    /// encodings); callers answer an empty object rather than stop.
+    /// `value` as JSON bytes, for the replies ``ReportJSON`` does not write (small ones). `nil` does not happen for
+    /// netdevd's reports (strings, integers, booleans and collections of them; the encoder fails only on non-finite
+    /// floats and throwing custom encodings); callers answer an empty object rather than stop.
     static func encoded(_ value: some Encodable) -> [UInt8]? {
         try? JSONTextEncoder().encode(value)
     }

@@ -128,10 +128,17 @@ public enum ReportJSON {
     /// Appends `device` as a JSON object.
     public static func append(_ device: DeviceReport, to output: inout [UInt8]) {
         var object = Members()
-        for (key, value) in [("devnode", device.devnode), ("devtype", device.devtype), ("driver", device.driver)] {
-            guard let value else { continue }
-            object.key(key, &output)
-            JSONString.append(value, to: &output)
+        if let devnode = device.devnode {
+            object.key("devnode", &output)
+            JSONString.append(devnode, to: &output)
+        }
+        if let devtype = device.devtype {
+            object.key("devtype", &output)
+            JSONString.append(devtype, to: &output)
+        }
+        if let driver = device.driver {
+            object.key("driver", &output)
+            JSONString.append(driver, to: &output)
         }
         object.key("properties", &output)
         var properties = Members()
@@ -153,8 +160,7 @@ public enum ReportJSON {
     private struct Members {
         private var opened = false
 
-        /// Writes `{` or `,`, then `"name":`. `name` needs no escape: the callers' keys are field names or udev
-        /// property and subsystem names, which are escaped as strings here all the same.
+        /// Writes `{` or `,`, then `name` as a JSON string, then `:`.
         mutating func key(_ name: String, _ output: inout [UInt8]) {
             output.append(UInt8(ascii: opened ? "," : "{"))
             opened = true
@@ -164,7 +170,8 @@ public enum ReportJSON {
 
         /// Writes `}`, after `{` if no member was written.
         func close(_ output: inout [UInt8]) {
-            output.append(contentsOf: opened ? Array("}".utf8) : Array("{}".utf8))
+            if !opened { output.append(UInt8(ascii: "{")) }
+            output.append(UInt8(ascii: "}"))
         }
     }
 
