@@ -34,32 +34,31 @@ public enum ReportJSON {
         appendArray(state.links, to: &output, append)
         appendSmallParts(
             missing: state.onlineMissing, online: state.onlineState, phase: state.phase, to: &output, &object)
-        object.key("resyncs", &output)
-        appendInteger(state.resyncs, to: &output)
-        object.key("sequence", &output)
-        appendInteger(state.sequence, to: &output)
-        object.key("staleHookRunsDropped", &output)
-        appendInteger(state.staleHookRunsDropped, to: &output)
+        appendCounters(
+            resyncs: state.resyncs, sequence: state.sequence, dropped: state.staleHookRunsDropped, to: &output, &object)
         output.append(contentsOf: "}}".utf8)
         return output
     }
 
     /// `{"devices": devices}`: `ListDevices`' reply.
     public static func devicesParameters(_ devices: [DeviceReport]) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(16 + 400 * devices.count)
-        output.append(contentsOf: #"{"devices":"#.utf8)
-        appendArray(devices, to: &output, append)
-        output.append(UInt8(ascii: "}"))
-        return output
+        listParameters("devices", devices, bytesEach: 400, append)
     }
 
     /// `{"links": links}`: `ListLinks`' reply to a pattern (the whole list is ``LinkListText``'s).
     public static func linksParameters(_ links: [LinkReport]) -> [UInt8] {
+        listParameters("links", links, bytesEach: 160, append)
+    }
+
+    /// `{name: elements}`, in a buffer sized for `bytesEach` bytes an element.
+    private static func listParameters<Element>(
+        _ name: String, _ elements: [Element], bytesEach: Int, _ appendElement: (Element, inout [UInt8]) -> Void
+    ) -> [UInt8] {
         var output: [UInt8] = []
-        output.reserveCapacity(16 + 160 * links.count)
-        output.append(contentsOf: #"{"links":"#.utf8)
-        appendArray(links, to: &output, append)
+        output.reserveCapacity(16 + bytesEach * elements.count)
+        var object = Members()
+        object.key(name, &output)
+        appendArray(elements, to: &output, appendElement)
         output.append(UInt8(ascii: "}"))
         return output
     }
@@ -90,12 +89,9 @@ public enum ReportJSON {
         appendArray(change.removedDevices, to: &output, JSONString.append)
         object.key("removedLinks", &output)
         appendArray(change.removedLinks, to: &output, appendInteger)
-        object.key("resyncs", &output)
-        appendInteger(change.resyncs, to: &output)
-        object.key("sequence", &output)
-        appendInteger(change.sequence, to: &output)
-        object.key("staleHookRunsDropped", &output)
-        appendInteger(change.staleHookRunsDropped, to: &output)
+        appendCounters(
+            resyncs: change.resyncs, sequence: change.sequence, dropped: change.staleHookRunsDropped, to: &output,
+            &object)
         output.append(UInt8(ascii: "}"))
     }
 
@@ -108,38 +104,23 @@ public enum ReportJSON {
         appendArray(link.gateways, to: &output, JSONString.append)
         object.key("index", &output)
         appendInteger(link.index, to: &output)
-        if let macAddress = link.macAddress {
-            object.key("macAddress", &output)
-            JSONString.append(macAddress, to: &output)
-        }
+        object.string("macAddress", link.macAddress, &output)
         if let mtu = link.mtu {
             object.key("mtu", &output)
             appendInteger(mtu, to: &output)
         }
-        object.key("name", &output)
-        JSONString.append(link.name, to: &output)
-        object.key("operationalState", &output)
-        JSONString.append(link.operationalState, to: &output)
-        object.key("type", &output)
-        JSONString.append(link.type, to: &output)
+        object.string("name", link.name, &output)
+        object.string("operationalState", link.operationalState, &output)
+        object.string("type", link.type, &output)
         output.append(UInt8(ascii: "}"))
     }
 
     /// Appends `device` as a JSON object.
     public static func append(_ device: DeviceReport, to output: inout [UInt8]) {
         var object = Members()
-        if let devnode = device.devnode {
-            object.key("devnode", &output)
-            JSONString.append(devnode, to: &output)
-        }
-        if let devtype = device.devtype {
-            object.key("devtype", &output)
-            JSONString.append(devtype, to: &output)
-        }
-        if let driver = device.driver {
-            object.key("driver", &output)
-            JSONString.append(driver, to: &output)
-        }
+        object.string("devnode", device.devnode, &output)
+        object.string("devtype", device.devtype, &output)
+        object.string("driver", device.driver, &output)
         object.key("properties", &output)
         var properties = Members()
         for key in device.properties.keys.sorted(by: utf8Precedes) {
@@ -147,18 +128,23 @@ public enum ReportJSON {
             JSONString.append(device.properties[key] ?? "", to: &output)
         }
         properties.close(&output)
-        object.key("subsystem", &output)
-        JSONString.append(device.subsystem, to: &output)
-        object.key("sysname", &output)
-        JSONString.append(device.sysname, to: &output)
-        object.key("syspath", &output)
-        JSONString.append(device.syspath, to: &output)
+        object.string("subsystem", device.subsystem, &output)
+        object.string("sysname", device.sysname, &output)
+        object.string("syspath", device.syspath, &output)
         output.append(UInt8(ascii: "}"))
     }
 
     /// The members of one object being written: the brace or comma before each key.
     private struct Members {
         private var opened = false
+
+        /// Writes the member `name` with the string `value`, or nothing when `value` is `nil` (as the encoder leaves
+        /// out an absent optional).
+        mutating func string(_ name: String, _ value: String?, _ output: inout [UInt8]) {
+            guard let value else { return }
+            key(name, &output)
+            JSONString.append(value, to: &output)
+        }
 
         /// Writes `{` or `,`, then `name` as a JSON string, then `:`.
         mutating func key(_ name: String, _ output: inout [UInt8]) {
@@ -183,10 +169,20 @@ public enum ReportJSON {
             object.key("onlineMissing", &output)
             appendArray(missing, to: &output, JSONString.append)
         }
-        object.key("onlineState", &output)
-        JSONString.append(online, to: &output)
-        object.key("phase", &output)
-        JSONString.append(phase, to: &output)
+        object.string("onlineState", online, &output)
+        object.string("phase", phase, &output)
+    }
+
+    /// The last three members, which a state and a change share.
+    private static func appendCounters(
+        resyncs: Int, sequence: Int, dropped: Int, to output: inout [UInt8], _ object: inout Members
+    ) {
+        object.key("resyncs", &output)
+        appendInteger(resyncs, to: &output)
+        object.key("sequence", &output)
+        appendInteger(sequence, to: &output)
+        object.key("staleHookRunsDropped", &output)
+        appendInteger(dropped, to: &output)
     }
 
     private static func appendCounts(_ counts: [String: Int], to output: inout [UInt8]) {
