@@ -13,7 +13,7 @@ import Varlink
 final class RawMonitor: Sendable {
     let fd: Int32
     private let received = Mutex<[UInt8]>([])
-    /// How many reads returned bytes: at most the number of writes the daemon made to this client.
+    /// How many reads returned bytes (a write the daemon made may be read in more than one).
     private let reads = Mutex(0)
 
     /// Connects to `path` and calls `io.netdevd.Monitor` with `more`; a thread reads until the daemon closes.
