@@ -203,7 +203,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "VarlinkTests", dependencies: ["Varlink", "KernelTestSupport"], swiftSettings: strict),
-        .testTarget(name: "JSONCodingTests", dependencies: ["JSONCoding"], swiftSettings: strict),
+        .testTarget(
+            name: "JSONCodingTests", dependencies: ["JSONCoding", "KernelTestSupport"], swiftSettings: strict),
         .testTarget(name: "CommandOptionsTests", dependencies: ["CommandOptions"], swiftSettings: strict),
         // The fuzz targets' checks (Fuzz/): what libFuzzer runs (make fuzz) and what the corpus replay test runs.
         .target(

@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `JSONNode` to JSON text: keys in UTF-8 byte order, no escaped slashes, non-ASCII as it is, control characters
 /// escaped; compact, or pretty (two spaces per level, `"key": value`, empty containers as `[]` and `{}`).
 struct JSONWriter {
@@ -82,19 +78,26 @@ public enum JSONString {
 
     /// Appends `text` as a quoted JSON string literal to `output`.
     public static func append(_ text: String, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        let appended = text.utf8.withContiguousStorageIfAvailable { bytes in
-            // Most strings (names, addresses, keys) need no escape: copied whole.
-            if bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-                appendEscaped(bytes, to: &output)
-            } else {
-                output.append(contentsOf: bytes)
-            }
-            return true
-        }
+        let appended: Void? = text.utf8.withContiguousStorageIfAvailable { appendQuoted($0, to: &output) }
         if appended == nil {
             var text = text
-            text.withUTF8 { appendEscaped($0, to: &output) }
+            text.withUTF8 { appendQuoted($0, to: &output) }
+        }
+    }
+
+    /// Appends `text`, UTF-8 already (a metrics text of 12 MB, not copied into a `String` first), as a quoted JSON
+    /// string literal to `output`.
+    public static func append(utf8 text: [UInt8], to output: inout [UInt8]) {
+        text.withUnsafeBufferPointer { appendQuoted($0, to: &output) }
+    }
+
+    private static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        output.append(UInt8(ascii: "\""))
+        // Most strings (names, addresses, keys) need no escape: copied whole.
+        if bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            appendEscaped(bytes, to: &output)
+        } else {
+            output.append(contentsOf: bytes)
         }
         output.append(UInt8(ascii: "\""))
     }
@@ -169,7 +172,7 @@ struct KeyOrder {
         } else {
             order = members.indices.sorted { left, right in
                 let (a, b) = (members[left].key, members[right].key)
-                return a == b ? left < right : Self.precedes(a, b)
+                return a == b ? left < right : JSONOutput.utf8Precedes(a, b)
             }
             self = KeyOrder(keys: members.map(\.key), order: order)
         }
@@ -183,17 +186,5 @@ struct KeyOrder {
             }
         }
         return sorted
-    }
-
-    /// Whether `a` comes before `b` by their UTF-8 bytes (for two valid strings, the order of their scalars).
-    static func precedes(_ a: String, _ b: String) -> Bool {
-        var (a, b) = (a, b)
-        return a.withUTF8 { left in
-            b.withUTF8 { right in
-                let common = min(left.count, right.count)
-                let compared = common == 0 ? 0 : memcmp(left.baseAddress!, right.baseAddress!, common)
-                return compared != 0 ? compared < 0 : left.count < right.count
-            }
-        }
     }
 }

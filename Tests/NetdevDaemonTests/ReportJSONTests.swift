@@ -84,22 +84,22 @@ struct ReportJSONTests {
             #expect(ReportJSON.devicesParameters(change.devices) == (try encoder.encode(["devices": change.devices])))
             #expect(ReportJSON.linksParameters(change.links) == (try encoder.encode(["links": change.links])))
             let text = Self.texts(&generator).joined(separator: "\n")
-            #expect(ReportJSON.textParameters(text) == (try encoder.encode(["text": text])))
+            #expect(ReportJSON.textParameters(utf8: Array(text.utf8)) == (try encoder.encode(["text": text])))
         }
     }
 
-    @Test("a link and a device are appended after what the buffer holds, as the encoder writes them")
+    @Test("a link and a device written after an element get their comma, and are what the encoder writes")
     func appendsAfterWhatIsThere() throws {
         var generator = SeededGenerator(seed: 11)
         for _ in 0..<200 {
             let link = Self.link(&generator)
-            var output = Array("[".utf8)
-            ReportJSON.append(link, to: &output)
-            #expect(output == Array("[".utf8) + (try JSONTextEncoder().encode(link)))
+            var json = JSONOutput(after: Array("[1".utf8), followsValue: true)
+            ReportJSON.append(&json, link)
+            #expect(json.bytes == Array("[1,".utf8) + (try JSONTextEncoder().encode(link)))
             let device = Self.device(&generator)
-            output = []
-            ReportJSON.append(device, to: &output)
-            #expect(output == (try JSONTextEncoder().encode(device)))
+            json = JSONOutput(capacity: 0)
+            ReportJSON.append(&json, device)
+            #expect(json.bytes == (try JSONTextEncoder().encode(device)))
         }
     }
 }

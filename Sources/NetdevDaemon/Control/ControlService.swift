@@ -241,8 +241,7 @@ public final class ControlService: Sendable {
                         return
                     }
                     withLatest { model in
-                        let text = String(decoding: metrics(model), as: UTF8.self)
-                        replier.reply(encodedParameters: ReportJSON.textParameters(text))
+                        replier.reply(encodedParameters: ReportJSON.textParameters(utf8: metrics(model)))
                     }
                 },
                 "CountHooks": { [self] _, _, replier in

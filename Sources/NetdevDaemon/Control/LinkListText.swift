@@ -1,3 +1,4 @@
+import JSONCoding
 public import NetdevSession
 import NetdevWire
 
@@ -66,25 +67,28 @@ public struct LinkListText: Sendable {
     public func make(for model: Model) -> Made {
         let usable = followed == model.changeSequence ? kept : nil
         let old = usable?.parts ?? []
-        var text = Array("{\"links\":[".utf8)
-        text.reserveCapacity(usable?.text.count ?? 0)
+        var json = JSONOutput(capacity: usable?.text.count ?? 0)
+        json.open("{")
+        json.key("links")
+        json.open("[")
         var parts: [(index: Int32, range: Range<Int>)] = []
         parts.reserveCapacity(model.links.count)
         var position = 0
         var copied = 0
         for link in model.sortedLinks {
-            if !parts.isEmpty { text.append(UInt8(ascii: ",")) }
             while position < old.count && old[position].index < link.index { position += 1 }
-            let start = text.count
+            let start = json.startValue()
             if let usable, position < old.count, old[position].index == link.index, changed[link.index] == nil {
-                text.append(contentsOf: usable.text[old[position].range])
+                json.append(encoded: usable.text[old[position].range])
                 copied += 1
             } else {
-                ReportJSON.append(LinkReport(link), to: &text)
+                ReportJSON.append(&json, LinkReport(link))
             }
-            parts.append((link.index, start..<text.count))
+            parts.append((link.index, start..<json.bytes.count))
         }
-        text.append(contentsOf: "]}".utf8)
+        json.close("]")
+        json.close("}")
+        let text = json.take()
         return Made(text: text, sequence: model.changeSequence, parts: parts, copied: copied)
     }
 

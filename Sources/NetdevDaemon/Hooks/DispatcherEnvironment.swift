@@ -1,3 +1,4 @@
+import JSONCoding
 import NetdevSession
 
 #if canImport(Glibc)
@@ -90,7 +91,7 @@ enum DispatcherEnvironment {
             if let mac = link.state.macAddress, !mac.isEmpty { fields.append(("Hardware Address", .list([mac]))) }
             if let kind = link.state.kind, !kind.isEmpty { fields.append(("Kind", .list([kind]))) }
         }
-        fields.sort { Array($0.0.utf8).lexicographicallyPrecedes(Array($1.0.utf8)) }
+        fields.sort { JSONOutput.utf8Precedes($0.0, $1.0) }
         let members = fields.map { name, value in quoted(name) + ": " + value.text }
         return "{" + members.joined(separator: ", ") + "}"
     }

@@ -1,3 +1,5 @@
+import JSONCoding
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,7 +44,7 @@ enum DispatcherScripts {
             case .failure(let problem): listing.refused.append((directory, problem.reason))
             }
         }
-        for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+        for name in names.sorted(by: JSONOutput.utf8Precedes) {
             for directory in subdirectories {
                 let path = directory + "/" + name
                 var status = stat()

@@ -1,3 +1,4 @@
+import JSONCoding
 import NetdevSession
 
 /// The per-link metric families (operational state, carrier, addresses, state changes, last change), written as
@@ -174,19 +175,8 @@ struct LinkMetricsText {
 
         /// The decimal digits of `value`, as `String(value)` says them.
         mutating func putDecimal(_ value: Int) {
-            precondition(position + 21 <= buffer.count, "the metrics text outgrew its room")
-            if value < 0 {
-                buffer[position] = UInt8(ascii: "-")
-                position += 1
-            }
-            let start = position
-            var rest = value.magnitude
-            repeat {
-                buffer[position] = UInt8(ascii: "0") + UInt8(rest % 10)
-                position += 1
-                rest /= 10
-            } while rest > 0
-            buffer[start..<position].reverse()
+            precondition(position + DecimalText.maximumCount <= buffer.count, "the metrics text outgrew its room")
+            position += DecimalText.write(value, to: buffer.baseAddress! + position)
         }
     }
 

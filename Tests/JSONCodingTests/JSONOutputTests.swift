@@ -1,0 +1,113 @@
+import JSONCoding
+import KernelTestSupport
+import Testing
+
+/// The shapes a hand-written report has: string and number members, one absent, arrays, objects with any keys.
+private struct Shape: Codable, Equatable {
+    var addresses: [String]
+    var count: Int?
+    var counts: [String: Int]
+    var index: Int
+    var name: String?
+    var properties: [String: String]
+}
+
+@Suite("JSONOutput, the hand writer")
+struct JSONOutputTests {
+    /// Text with what a key or value can hold: escapes, a slash, non-ASCII, and nothing.
+    private static func text(_ generator: inout SeededGenerator) -> String {
+        let pieces = ["eth", "0", "\"", "\\", "/", "\n", "\u{1}", "é", "网", "🙂", "Z", "a", " ", "\t"]
+        return (0..<Int.random(in: 0...5, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }
+            .joined()
+    }
+
+    private static func number(_ generator: inout SeededGenerator) -> Int {
+        [Int.min, Int.max, 0, -1, 9, 10, -10].randomElement(using: &generator)!
+            + (Bool.random(using: &generator) ? 0 : Int.random(in: -5...5, using: &generator) / 6)
+    }
+
+    @Test("members given in key order are written as the encoder writes the same value, over 1,000 random values")
+    func matchesTheEncoder() throws {
+        var generator = SeededGenerator(seed: 0x6f75_7470)
+        for step in 0..<1_000 {
+            var counts: [String: Int] = [:]
+            var properties: [String: String] = [:]
+            for _ in 0..<Int.random(in: 0...6, using: &generator) {
+                counts[Self.text(&generator)] = Self.number(&generator)
+                properties[Self.text(&generator)] = Self.text(&generator)
+            }
+            let shape = Shape(
+                addresses: (0..<Int.random(in: 0...3, using: &generator)).map { _ in Self.text(&generator) },
+                count: Bool.random(using: &generator) ? Self.number(&generator) : nil, counts: counts,
+                index: Self.number(&generator), name: Bool.random(using: &generator) ? Self.text(&generator) : nil,
+                properties: properties)
+            var json = JSONOutput(capacity: 0)
+            json.open("{")
+            json.add("addresses", strings: shape.addresses)
+            json.add("count", number: shape.count)
+            json.add("counts", object: shape.counts) { $0.element($1) }
+            json.add("index", number: shape.index)
+            json.add("name", string: shape.name)
+            json.add("properties", object: shape.properties) { $0.element($1) }
+            json.close("}")
+            let expected = try JSONTextEncoder().encode(shape)
+            #expect(json.bytes == expected, "step \(step): \(String(decoding: json.bytes, as: UTF8.self))")
+        }
+    }
+
+    @Test("keys are ordered by their UTF-8 bytes, a prefix first")
+    func keyOrder() {
+        var generator = SeededGenerator(seed: 0x6b65_7973)
+        for _ in 0..<2_000 {
+            let (a, b) = (Self.text(&generator), Self.text(&generator))
+            #expect(
+                JSONOutput.utf8Precedes(a, b) == Array(a.utf8).lexicographicallyPrecedes(Array(b.utf8)), "\(a) \(b)")
+        }
+        #expect(JSONOutput.utf8Precedes("eth", "eth0"))
+        #expect(!JSONOutput.utf8Precedes("eth0", "eth0"))
+        #expect(JSONOutput.utf8Precedes("Z", "a") && JSONOutput.utf8Precedes("z", "é"))
+    }
+
+    @Test("integers are written with the digits String gives them, the extremes included")
+    func decimals() {
+        var generator = SeededGenerator(seed: 0x6469_6769)
+        let values =
+            [Int.min, Int.min + 1, -100, -1, 0, 1, 9, 10, 99, 100, Int.max]
+            + (0..<500).map { _ in
+                Int.random(in: Int.min...Int.max, using: &generator) >> Int.random(in: 0...63, using: &generator)
+            }
+        for value in values {
+            var output: [UInt8] = [UInt8(ascii: "x")]
+            DecimalText.append(value, to: &output)
+            #expect(output == Array("x\(value)".utf8))
+        }
+    }
+
+    @Test("a value kept from an earlier text is copied with its comma, and startValue says where it begins")
+    func keptValues() {
+        var json = JSONOutput(capacity: 0)
+        json.open("[")
+        let first = json.startValue()
+        json.element(1)
+        let second = json.startValue()
+        json.append(encoded: ArraySlice(#"{"a":2}"#.utf8))
+        json.element("c")
+        json.close("]")
+        #expect(String(decoding: json.bytes, as: UTF8.self) == #"[1,{"a":2},"c"]"#)
+        #expect((first, second) == (1, 3))
+    }
+
+    @Test("a UTF-8 text is escaped as the same String is")
+    func utf8Text() {
+        var generator = SeededGenerator(seed: 0x7465_7874)
+        for _ in 0..<500 {
+            let text = (0..<20).map { _ in Self.text(&generator) }.joined()
+            var fromString: [UInt8] = []
+            var fromBytes: [UInt8] = []
+            JSONString.append(text, to: &fromString)
+            JSONString.append(utf8: Array(text.utf8), to: &fromBytes)
+            #expect(fromBytes == fromString)
+            #expect(fromString.first == UInt8(ascii: "\"") && fromString.count >= text.utf8.count + 2)
+        }
+    }
+}
