@@ -251,7 +251,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             return
         }
         guard let held = model.devices[device.syspath] else { trap("\(device.syspath) not held after \(event)") }
-        require(held.properties == properties, "properties \(properties) held as \(held.properties)")
+        require(held.properties.dictionary == properties, "properties \(properties) held as \(held.properties)")
         require(
             held.subsystem == (device.subsystem ?? "") && held.devtype == device.devtype
                 && held.driver == device.driver && held.devnode == devnode && held.sysname == device.sysname,

@@ -10,7 +10,7 @@ public struct Device: Codable, Sendable, Equatable {
         var devtype: String?
         var devnode: String?
         var driver: String?
-        var properties: [String: String]
+        var properties: DeviceProperties
     }
 
     private final class Parts: Sendable {
@@ -54,7 +54,7 @@ public struct Device: Codable, Sendable, Equatable {
         set { change { $0.driver = newValue } }
     }
     /// udev's properties.
-    public var properties: [String: String] {
+    public var properties: DeviceProperties {
         get { parts.fields.properties }
         set { change { $0.properties = newValue } }
     }
@@ -67,7 +67,7 @@ public struct Device: Codable, Sendable, Equatable {
         devtype: String? = nil,
         devnode: String? = nil,
         driver: String? = nil,
-        properties: [String: String] = [:]
+        properties: DeviceProperties = [:]
     ) {
         parts = Parts(
             Fields(
@@ -101,7 +101,7 @@ public struct Device: Codable, Sendable, Equatable {
             devtype: try container.decodeIfPresent(String.self, forKey: .devtype),
             devnode: try container.decodeIfPresent(String.self, forKey: .devnode),
             driver: try container.decodeIfPresent(String.self, forKey: .driver),
-            properties: try container.decode([String: String].self, forKey: .properties))
+            properties: try container.decode(DeviceProperties.self, forKey: .properties))
     }
 
     /// Encodes a device with its parts' names; `nil` parts are left out, as the synthesized encoding did.

@@ -38,7 +38,10 @@ public enum HookJSON {
         json.add("devnode", string: device.devnode)
         json.add("devtype", string: device.devtype)
         json.add("driver", string: device.driver)
-        json.add("properties", object: device.properties) { $0.element($1) }
+        json.key("properties")
+        json.open("{")
+        for (name, value) in device.properties { json.add(name, string: value) }
+        json.close("}")
         json.add("subsystem", string: device.subsystem)
         json.add("sysname", string: device.sysname)
         json.add("syspath", string: device.syspath)
