@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "NetdevSession",
             dependencies: [
-                "MobiusCore", "NetdevWire", "Syslog",
+                "MobiusCore", "NetdevWire", "Syslog", "JSONCoding",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
             swiftSettings: strict

@@ -1,3 +1,5 @@
+import JSONCoding
+
 /// A device's udev properties (`INTERFACE`, `IFINDEX`, `ID_NET_DRIVER`, ...), kept in one buffer.
 ///
 /// The model holds one for every device: at 20,000 links, 20,000 of them, each with a dozen or more properties. As a
@@ -21,7 +23,8 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// The properties in `dictionary`.
     public init(_ dictionary: [String: String]) {
-        let sorted = dictionary.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        // Compared as bytes: through `String.UTF8View` a device's sort took 10,000 instructions.
+        let sorted = dictionary.sorted { JSONOutput.utf8Precedes($0.key, $1.key) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(sorted.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
         for (key, value) in sorted {

@@ -26,14 +26,31 @@ struct LinkMetricsText {
             lastChange = old?.activity == activity ? old?.lastChange ?? [] : Array("\(activity.lastChange)".utf8)
         }
     }
-    /// Each family's name, `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last change).
-    private let names: [[UInt8]]
-    private let headers: [[UInt8]]
-    /// `,state="off"} ` and the others, in `OperationalState.allCases`' order.
-    private let stateLabels: [[UInt8]]
+    /// Every fixed piece of the text, one after another: the families' names and `# HELP`/`# TYPE` lines, the state
+    /// labels, the values and line ends. The render copies out of this one buffer and the one it makes of the links'
+    /// labels: pieces kept as arrays were retained and released at each of the 200,000 series' copies, which was
+    /// most of a render's time at 20,000 links (each a cache miss on another array's header).
+    private let fixed: [UInt8]
+    /// Each family's name, and its `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last
+    /// change), in ``fixed``.
+    private let names: [Range<Int>]
+    private let headers: [Range<Int>]
+    /// `,state="off"} ` and the others, in `OperationalState.allCases`' order, in ``fixed``.
+    private let stateLabels: [Range<Int>]
+    /// `1.0\n`, `0.0\n`, `} `, `.0\n` and `\n`, in ``fixed``.
+    private let one: Range<Int>
+    private let zero: Range<Int>
+    private let closing: Range<Int>
+    private let pointZero: Range<Int>
+    private let newline: Range<Int>
 
     init(names families: [(name: String, help: String, type: String)]) {
-        names = families.map { Array($0.name.utf8) }
+        var fixed: [UInt8] = []
+        func add(_ bytes: [UInt8]) -> Range<Int> {
+            fixed += bytes
+            return fixed.count - bytes.count..<fixed.count
+        }
+        names = families.map { add(Array($0.name.utf8)) }
         headers = families.map { family in
             var header = Array("# HELP \(family.name) ".utf8)
             for byte in family.help.utf8 {
@@ -41,15 +58,18 @@ struct LinkMetricsText {
                 header.append(byte)
             }
             header += Array("\n# TYPE \(family.name) \(family.type)\n".utf8)
-            return header
+            return add(header)
         }
         stateLabels = OperationalState.allCases.map {
-            Array(#",state=""#.utf8) + Array($0.rawValue.utf8) + Array(#""} "#.utf8)
+            add(Array(#",state=""#.utf8) + Array($0.rawValue.utf8) + Array(#""} "#.utf8))
         }
+        one = add(Array("1.0\n".utf8))
+        zero = add(Array("0.0\n".utf8))
+        closing = add(Array("} ".utf8))
+        pointZero = add(Array(".0\n".utf8))
+        newline = add(Array("\n".utf8))
+        self.fixed = fixed
     }
-
-    private static let one = Array("1.0\n".utf8)
-    private static let zero = Array("0.0\n".utf8)
 
     /// Appends the families for `model`'s links to `text`, with `counts`' state changes and last change times:
     /// one pass over the links, the text assembled from bytes made once (at 20,000 links, 200,000 series).
@@ -63,17 +83,27 @@ struct LinkMetricsText {
         shownNow.reserveCapacity(named.count)
         var lines: [Line] = []
         lines.reserveCapacity(named.count)
+        // Each line's label, then its last change's text, if it has one.
+        var labels: [UInt8] = []
+        labels.reserveCapacity(named.count * 48)
+        let states = OperationalState.allCases
         for (name, link) in named {
             let old = shown[name]
             let activity = (counts.links[link.index] ?? old?.activity).map { Shown($0, was: old) }
             if let activity { shownNow[name] = activity }
-            var label = Array(#"{link=""#.utf8)
-            Self.appendEscaped(name, to: &label)
-            label.append(UInt8(ascii: "\""))
+            let labelStart = labels.count
+            labels.append(contentsOf: #"{link=""#.utf8)
+            Self.appendEscaped(name, to: &labels)
+            labels.append(UInt8(ascii: "\""))
+            let label = labelStart..<labels.count
+            labels.append(contentsOf: activity?.lastChange ?? [])
+            let state = link.operationalState
             lines.append(
                 Line(
-                    label: label, index: link.index, state: link.operationalState, carrier: link.state.hasLowerUp,
-                    addresses: link.addresses.count, shown: activity))
+                    label: label, index: link.index, state: states.firstIndex(of: state) ?? 0,
+                    carrier: link.state.hasLowerUp, addresses: link.addresses.count,
+                    stateChanges: activity?.activity.stateChanges ?? 0,
+                    lastChange: activity == nil ? nil : label.upperBound..<labels.count))
         }
         shown = shownNow
         // No link, no family: as the registry, which leaves out families without series.
@@ -88,89 +118,121 @@ struct LinkMetricsText {
         let room =
             headers.reduce(0) { $0 + $1.count }
             + lines.reduce(0) { room, line in
-                room + seriesRoom + 11 * (line.label.count + Self.closing.count) + 4 * 25
-                    + (line.shown?.lastChange.count ?? 0)
+                room + seriesRoom + 11 * (line.label.count + closing.count) + 4 * 25 + (line.lastChange?.count ?? 0)
             }
         let before = text.count
         text.append(contentsOf: repeatElement(0, count: room))
         let written = text.withUnsafeMutableBufferPointer { buffer in
-            var out = Cursor(buffer, at: before)
-            out.put(headers[0])
-            for line in lines {
-                for (candidate, stateLabel) in zip(OperationalState.allCases, stateLabels) {
-                    out.put(names[0])
-                    out.put(line.label)
-                    out.put(stateLabel)
-                    out.put(candidate == line.state ? Self.one : Self.zero)
+            fixed.withUnsafeBufferPointer { fixed in
+                labels.withUnsafeBufferPointer { labels in
+                    lines.withUnsafeBufferPointer { lines in
+                        var out = Cursor(buffer, at: before, fixed: fixed, labels: labels)
+                        write(lines, &out)
+                        return out.position
+                    }
                 }
             }
-            family(1, lines, &out) { line, out in out.put(line.carrier ? Self.one : Self.zero) }
-            // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
-            family(2, lines, &out) { line, out in
-                out.putDecimal(line.addresses)
-                out.put(Self.pointZero)
-            }
-            family(3, lines, &out) { line, out in
-                out.putDecimal(line.shown?.activity.stateChanges ?? 0)
-                out.put(Self.newline)
-            }
-            if lines.contains(where: { $0.shown != nil }) {
-                out.put(headers[4])
-                for line in lines {
-                    guard let lastChange = line.shown?.lastChange else { continue }
-                    out.put(names[4])
-                    out.put(line.label)
-                    out.put(Self.closing)
-                    out.put(lastChange)
-                    out.put(Self.newline)
-                }
-            }
-            return out.position
         }
         text.removeSubrange(written...)
     }
 
+    /// Writes the five families of `lines`.
+    private func write(_ lines: UnsafeBufferPointer<Line>, _ out: inout Cursor) {
+        let (one, zero, closing, pointZero, newline) = (one, zero, closing, pointZero, newline)
+        out.put(headers[0])
+        let stateName = names[0]
+        for line in lines {
+            for (number, stateLabel) in stateLabels.enumerated() {
+                out.put(stateName)
+                out.putLabel(line.label)
+                out.put(stateLabel)
+                out.put(number == line.state ? one : zero)
+            }
+        }
+        family(1, lines, &out) { line, out in out.put(line.carrier ? one : zero) }
+        // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
+        family(2, lines, &out) { line, out in
+            out.putDecimal(line.addresses)
+            out.put(pointZero)
+        }
+        family(3, lines, &out) { line, out in
+            out.putDecimal(line.stateChanges)
+            out.put(newline)
+        }
+        guard lines.contains(where: { $0.lastChange != nil }) else { return }
+        out.put(headers[4])
+        for line in lines {
+            guard let lastChange = line.lastChange else { continue }
+            out.put(names[4])
+            out.putLabel(line.label)
+            out.put(closing)
+            out.putLabel(lastChange)
+            out.put(newline)
+        }
+    }
+
     /// Writes family `number`'s header, then a series for each of `lines`, its value written by `value`.
     private func family(
-        _ number: Int, _ lines: [Line], _ out: inout Cursor, value: (Line, inout Cursor) -> Void
+        _ number: Int, _ lines: UnsafeBufferPointer<Line>, _ out: inout Cursor, value: (Line, inout Cursor) -> Void
     ) {
         out.put(headers[number])
+        let name = names[number]
         for line in lines {
-            out.put(names[number])
-            out.put(line.label)
-            out.put(Self.closing)
+            out.put(name)
+            out.putLabel(line.label)
+            out.put(closing)
             value(line, &out)
         }
     }
 
-    /// What one link's series say, taken from the link once (not the whole link, copied for every family).
+    /// What one link's series say, taken from the link once: plain values (its label and last change are ranges of
+    /// the render's label buffer), so copying one retains nothing.
     private struct Line {
         /// `{link="NAME"`.
-        var label: [UInt8]
+        var label: Range<Int>
         var index: Int32
-        var state: OperationalState
+        /// The position of the link's state in `OperationalState.allCases`.
+        var state: Int
         var carrier: Bool
         var addresses: Int
-        var shown: Shown?
+        var stateChanges: Int
+        /// The last change's text, when the counts know the link.
+        var lastChange: Range<Int>?
     }
 
     /// Where the next byte goes, in room the caller has sized for everything written.
     private struct Cursor {
         let buffer: UnsafeMutableBufferPointer<UInt8>
         var position: Int
+        /// The fixed pieces and the render's labels, copied from.
+        let fixed: UnsafeBufferPointer<UInt8>
+        let labels: UnsafeBufferPointer<UInt8>
 
-        init(_ buffer: UnsafeMutableBufferPointer<UInt8>, at position: Int) {
+        init(
+            _ buffer: UnsafeMutableBufferPointer<UInt8>, at position: Int, fixed: UnsafeBufferPointer<UInt8>,
+            labels: UnsafeBufferPointer<UInt8>
+        ) {
             self.buffer = buffer
             self.position = position
+            self.fixed = fixed
+            self.labels = labels
         }
 
-        mutating func put(_ bytes: [UInt8]) {
-            bytes.withUnsafeBufferPointer { bytes in
-                precondition(position + bytes.count <= buffer.count, "the metrics text outgrew its room")
-                guard let source = bytes.baseAddress, let target = buffer.baseAddress else { return }
-                (target + position).update(from: source, count: bytes.count)
-            }
-            position += bytes.count
+        /// Copies a fixed piece.
+        mutating func put(_ range: Range<Int>) {
+            copy(fixed, range)
+        }
+
+        /// Copies a piece of the labels' buffer.
+        mutating func putLabel(_ range: Range<Int>) {
+            copy(labels, range)
+        }
+
+        private mutating func copy(_ source: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
+            precondition(position + range.count <= buffer.count, "the metrics text outgrew its room")
+            guard let from = source.baseAddress, let to = buffer.baseAddress else { return }
+            (to + position).update(from: from + range.lowerBound, count: range.count)
+            position += range.count
         }
 
         /// The decimal digits of `value`, as `String(value)` says them.
@@ -179,10 +241,6 @@ struct LinkMetricsText {
             position += DecimalText.write(value, to: buffer.baseAddress! + position)
         }
     }
-
-    private static let closing = Array("} ".utf8)
-    private static let pointZero = Array(".0\n".utf8)
-    private static let newline = Array("\n".utf8)
 
     /// A label value as the text format escapes it: backslash, double quote and line feed.
     static func appendEscaped(_ value: String, to text: inout [UInt8]) {
