@@ -91,7 +91,7 @@ let package = Package(
         .target(
             name: "NetdevSession",
             dependencies: [
-                "MobiusCore", "NetdevWire", "Syslog", "JSONCoding",
+                "MobiusCore", "NetdevWire", "Syslog", "SystemSupport",
                 .product(name: "HashTreeCollections", package: "swift-collections"),
             ],
             swiftSettings: strict
@@ -184,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NetdevSessionTests",
-            dependencies: ["NetdevSession", "Syslog", "MobiusCore", "MobiusTest", "KernelTestSupport"],
+            dependencies: ["NetdevSession", "Syslog", "MobiusCore", "MobiusTest", "KernelTestSupport", "SystemSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -211,7 +211,7 @@ let package = Package(
             name: "FuzzChecks",
             dependencies: [
                 "NetdevDaemon", "NetdevSession", "NetdevWire", "Netlink", "Udev", "Systemd", "Varlink", "MobiusCore",
-                "Locking",
+                "Locking", "SystemSupport",
             ],
             path: "Fuzz/Checks",
             swiftSettings: strict

@@ -5,6 +5,7 @@ import NetdevDaemon
 import NetdevSession
 import NetdevWire
 import Netlink
+import SystemSupport
 import Systemd
 import Udev
 import Varlink
@@ -221,7 +222,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
             sysname: devpath.split(separator: "/").last.map(String.init) ?? "",
             subsystem: properties["SUBSYSTEM"], devtype: properties["DEVTYPE"], devnode: devnode,
             driver: properties["DRIVER"], action: properties["ACTION"],
-            sequenceNumber: properties["SEQNUM"].flatMap { UInt64($0) }, properties: properties)
+            sequenceNumber: properties["SEQNUM"].flatMap { UInt64($0) }, properties: DeviceProperties(properties))
         let event = KernelValues.event(device)
         switch event {
         case .deviceRemoved(let syspath):

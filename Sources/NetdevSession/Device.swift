@@ -1,3 +1,5 @@
+public import SystemSupport
+
 /// A device as the session tracks it (from udev): a plain value keyed by its sysfs path.
 ///
 /// Its parts are in one shared, immutable box, as ``Link``'s are: the model's tables copy devices by the dozen on

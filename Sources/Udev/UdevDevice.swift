@@ -1,3 +1,5 @@
+public import SystemSupport
+
 /// A device as udev describes it: a plain value, copied out of libudev at the adapter's boundary.
 public struct UdevDevice: Sendable, Equatable, Codable {
     /// The device's path in sysfs (`/sys/devices/...`), its identity.
@@ -18,7 +20,7 @@ public struct UdevDevice: Sendable, Equatable, Codable {
     /// For a device received from a monitor: the kernel's event sequence number.
     public var sequenceNumber: UInt64?
     /// The udev properties (`ID_NET_NAME_PATH`, `INTERFACE`, `IFINDEX`, ...).
-    public var properties: [String: String]
+    public var properties: DeviceProperties
 
     /// A device value; the fields mean what udev's do.
     public init(
@@ -30,7 +32,7 @@ public struct UdevDevice: Sendable, Equatable, Codable {
         driver: String? = nil,
         action: String? = nil,
         sequenceNumber: UInt64? = nil,
-        properties: [String: String] = [:]
+        properties: DeviceProperties = [:]
     ) {
         self.syspath = syspath
         self.sysname = sysname

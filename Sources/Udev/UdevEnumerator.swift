@@ -139,21 +139,21 @@ extension UdevDevice {
         func text(_ pointer: UnsafePointer<CChar>?) -> String? {
             pointer.map { String(cString: $0) }
         }
-        // Counted first, so that the table is made once at its size instead of growing (a uevent has 10-30).
-        var count = 0
+        func bytes(_ pointer: UnsafePointer<CChar>?) -> UnsafeBufferPointer<UInt8> {
+            guard let pointer else { return UnsafeBufferPointer(start: nil, count: 0) }
+            return UnsafeBufferPointer(
+                start: UnsafeRawPointer(pointer).assumingMemoryBound(to: UInt8.self), count: strlen(pointer))
+        }
+        // The list's strings, read in place (they live as long as `device`): no String per key and value.
+        var pairs: [(key: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)] = []
         var entry = udev_device_get_properties_list_entry(device)
         while let current = entry {
-            count += 1
-            entry = udev_list_entry_get_next(current)
-        }
-        var properties = [String: String](minimumCapacity: count)
-        entry = udev_device_get_properties_list_entry(device)
-        while let current = entry {
-            if let name = text(udev_list_entry_get_name(current)) {
-                properties[name] = text(udev_list_entry_get_value(current)) ?? ""
+            if let name = udev_list_entry_get_name(current) {
+                pairs.append((bytes(name), bytes(udev_list_entry_get_value(current))))
             }
             entry = udev_list_entry_get_next(current)
         }
+        let properties = DeviceProperties(pairs: pairs)
         let sequenceNumber = udev_device_get_seqnum(device)
         self.init(
             syspath: text(udev_device_get_syspath(device)) ?? "",

@@ -1,6 +1,6 @@
 import Foundation
 import KernelTestSupport
-import NetdevSession
+import SystemSupport
 import Testing
 
 @Suite("A device's properties in one buffer")
@@ -58,5 +58,35 @@ struct DevicePropertiesTests {
         }
         let literal: DeviceProperties = ["IFINDEX": "7", "INTERFACE": "veth7"]
         #expect(literal["IFINDEX"] == "7" && literal["INTERFACE"] == "veth7" && literal["IFINDE"] == nil)
+    }
+
+    @Test("made from byte pairs in any order, as libudev lists them, a key given twice keeps its last value")
+    func fromPairs() {
+        var generator = SeededGenerator(seed: 0x7061_6972)
+        for step in 0..<300 {
+            var list: [(String, String)] = []
+            for _ in 0..<Int.random(in: 0...12, using: &generator) {
+                let key =
+                    Bool.random(using: &generator) && !list.isEmpty
+                    ? list.randomElement(using: &generator)!.0 : Self.text(&generator)
+                list.append((key, Self.text(&generator)))
+            }
+            var text: [UInt8] = []
+            var ranges: [(Range<Int>, Range<Int>)] = []
+            for (key, value) in list {
+                let keyStart = text.count
+                text += key.utf8
+                let valueStart = text.count
+                text += value.utf8
+                ranges.append((keyStart..<valueStart, valueStart..<text.count))
+            }
+            let properties = text.withUnsafeBufferPointer { text in
+                DeviceProperties(
+                    pairs: ranges.map {
+                        (UnsafeBufferPointer(rebasing: text[$0.0]), UnsafeBufferPointer(rebasing: text[$0.1]))
+                    })
+            }
+            #expect(properties == DeviceProperties(Dictionary(list, uniquingKeysWith: { $1 })), "step \(step)")
+        }
     }
 }

@@ -80,7 +80,7 @@ public enum KernelValues {
             devtype: device.devtype,
             devnode: device.devnode,
             driver: device.driver,
-            properties: DeviceProperties(device.properties)
+            properties: device.properties
         )
     }
 

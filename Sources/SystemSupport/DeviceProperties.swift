@@ -1,14 +1,16 @@
-import JSONCoding
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A device's udev properties (`INTERFACE`, `IFINDEX`, `ID_NET_DRIVER`, ...), kept in one buffer.
 ///
 /// The model holds one for every device: at 20,000 links, 20,000 of them, each with a dozen or more properties. As a
 /// `[String: String]` each took a dictionary's table and a heap string for most keys and values, about 1 KB a device
-/// (massif at 4,000 links: 4.2 of the 7.2 MB live heap); here a device's properties are one allocation of their bytes
-/// and lengths. Contract: it holds what the dictionary it was made from holds, each key once; it iterates in the
-/// order of the keys' UTF-8 bytes (the order JSON objects are written in); two are equal when they hold the same
-/// properties. A lookup reads the buffer (a device has tens of properties, not thousands) and compares the
-/// key's bytes.
+/// (massif at 4,000 links: 4.2 of the 7.2 MB live heap); here a device's properties are one allocation of their
+/// bytes and lengths, made from libudev's strings without a `String` in between. Contract: it holds what it was made
+/// from, each key once; it iterates in the order of the keys' UTF-8 bytes (the order JSON objects are written in);
+/// two are equal when they hold the same properties. A lookup reads the buffer (a device has tens of properties, not
+/// thousands) and compares the key's bytes.
 public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, Codable,
     CustomStringConvertible
 {
@@ -23,13 +25,41 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// The properties in `dictionary`.
     public init(_ dictionary: [String: String]) {
-        // Compared as bytes: through `String.UTF8View` a device's sort took 10,000 instructions.
-        let sorted = dictionary.sorted { JSONOutput.utf8Precedes($0.key, $1.key) }
+        var text: [UInt8] = []
+        var ranges: [(key: Range<Int>, value: Range<Int>)] = []
+        ranges.reserveCapacity(dictionary.count)
+        for (key, value) in dictionary {
+            let keyStart = text.count
+            text += key.utf8
+            let valueStart = text.count
+            text += value.utf8
+            ranges.append((keyStart..<valueStart, valueStart..<text.count))
+        }
+        self = text.withUnsafeBufferPointer { text in
+            DeviceProperties(
+                pairs: ranges.map {
+                    (UnsafeBufferPointer(rebasing: text[$0.key]), UnsafeBufferPointer(rebasing: text[$0.value]))
+                })
+        }
+    }
+
+    /// The properties given as bytes, in any order (libudev's list, read without making a `String` of each key and
+    /// value: a dictionary built and dropped for each device left the heap in holes between the buffers kept); of a
+    /// key given twice, the last value.
+    public init(pairs: [(key: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)]) {
+        let order = pairs.indices.sorted { left, right in
+            let (a, b) = (pairs[left].key, pairs[right].key)
+            let common = Swift.min(a.count, b.count)
+            let compared = common == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, common)
+            return compared != 0 ? compared < 0 : a.count != b.count ? a.count < b.count : left < right
+        }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(sorted.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
-        for (key, value) in sorted {
-            Self.append(key, to: &bytes)
-            Self.append(value, to: &bytes)
+        bytes.reserveCapacity(pairs.reduce(0) { $0 + $1.key.count + $1.value.count + 4 })
+        for (position, index) in order.enumerated() {
+            let next = position + 1 < order.count ? order[position + 1] : nil
+            if let next, pairs[next].key.elementsEqual(pairs[index].key) { continue }
+            Self.append(pairs[index].key, to: &bytes)
+            Self.append(pairs[index].value, to: &bytes)
         }
         self.bytes = bytes
     }
@@ -104,14 +134,14 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
         try dictionary.encode(to: encoder)
     }
 
-    private static func append(_ text: String, to bytes: inout [UInt8]) {
-        var length = text.utf8.count
+    private static func append(_ text: UnsafeBufferPointer<UInt8>, to bytes: inout [UInt8]) {
+        var length = text.count
         while length >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: length) | 0x80)
             length >>= 7
         }
         bytes.append(UInt8(length))
-        bytes.append(contentsOf: text.utf8)
+        bytes.append(contentsOf: text)
     }
 
     /// The field at `position` (a length, then that many bytes); moves `position` past it.
