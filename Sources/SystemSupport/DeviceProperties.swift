@@ -25,10 +25,15 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// The properties in `dictionary`.
     public init(_ dictionary: [String: String]) {
+        self.init(list: dictionary.map { ($0.key, $0.value) })
+    }
+
+    /// The properties in `list`, in any order; of a key given twice, the last value.
+    public init(list: [(key: String, value: String)]) {
         var text: [UInt8] = []
         var ranges: [(key: Range<Int>, value: Range<Int>)] = []
-        ranges.reserveCapacity(dictionary.count)
-        for (key, value) in dictionary {
+        ranges.reserveCapacity(list.count)
+        for (key, value) in list {
             let keyStart = text.count
             text += key.utf8
             let valueStart = text.count
@@ -66,7 +71,7 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// The properties of a literal.
     public init(dictionaryLiteral elements: (String, String)...) {
-        self.init(Dictionary(elements, uniquingKeysWith: { $1 }))
+        self.init(list: elements.map { (key: $0.0, value: $0.1) })
     }
 
     /// The value of `key`, `nil` when the device has no such property. Setting one makes a new buffer.
