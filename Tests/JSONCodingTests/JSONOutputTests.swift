@@ -1,3 +1,4 @@
+import Foundation
 import JSONCoding
 import KernelTestSupport
 import Testing
@@ -108,6 +109,39 @@ struct JSONOutputTests {
             JSONString.append(utf8: Array(text.utf8), to: &fromBytes)
             #expect(fromBytes == fromString)
             #expect(fromString.first == UInt8(ascii: "\"") && fromString.count >= text.utf8.count + 2)
+        }
+    }
+}
+
+@Suite("JSON strings escaped a word at a time")
+struct JSONStringEscapeTests {
+    @Test("any text, escapes dense or sparse at any offset, reads back as itself and escapes only what it must")
+    func readsBack() throws {
+        var generator = SeededGenerator(seed: 0x6573_6361)
+        let plain = ["a", "Z", "0", " ", "/", "é", "网", "🙂", "~", "\u{7F}"]
+        for step in 0..<3_000 {
+            let escapeEvery = [1, 2, 3, 7, 8, 9, 16, 60, 1_000].randomElement(using: &generator)!
+            var text = ""
+            for _ in 0..<Int.random(in: 0...80, using: &generator) {
+                if Int.random(in: 0..<escapeEvery, using: &generator) == 0 {
+                    text.unicodeScalars.append(
+                        [0x22, 0x5C, 0x0A, 0x0D, 0x09, 0x08, 0x0C, 0x00, 0x01, 0x1F].map { Unicode.Scalar($0)! }
+                            .randomElement(using: &generator)!)
+                } else {
+                    text += plain.randomElement(using: &generator)!
+                }
+            }
+            var output: [UInt8] = []
+            JSONString.append(utf8: Array(text.utf8), to: &output)
+            let decoded = try JSONDecoder().decode([String].self, from: Data("[".utf8 + output + "]".utf8))
+            #expect(decoded == [text], "step \(step)")
+            // Nothing but the quotes, backslashes and control characters is escaped: each adds one byte, or five.
+            let added = text.utf8.reduce(0) { count, byte in
+                count
+                    + (byte == 0x22 || byte == 0x5C || [0x0A, 0x0D, 0x09, 0x08, 0x0C].contains(byte)
+                        ? 1 : byte < 0x20 ? 5 : 0)
+            }
+            #expect(output.count == text.utf8.count + 2 + added, "step \(step)")
         }
     }
 }
