@@ -127,8 +127,10 @@ final class Connection: @unchecked Sendable {
 
     /// Closes the connection and says why, naming the peer.
     func cutOff(kind: String, because reason: String) {
-        close()
+        // Said first: whoever sees the connection gone (its client, the server's count) can then read why. Closed
+        // first, a test read the messages in between once.
         server?.say(.warning, kind: kind, "Closed the control connection of \(peer): it \(reason)")
+        close()
     }
 
     /// Whether as many calls, or as many bytes of them, wait as one connection may leave waiting.
