@@ -22,13 +22,6 @@ public struct JSONOutput {
         bytes.reserveCapacity(capacity)
     }
 
-    /// A writer that goes on after `bytes` (moved in, not copied), as if a value had just been written when
-    /// `followsValue` (the next one is then preceded by a comma).
-    public init(after bytes: consuming [UInt8], followsValue: Bool = false) {
-        self.bytes = bytes
-        self.followsValue = followsValue
-    }
-
     /// Gives up the text, leaving the writer empty (so the caller's buffer is not copied when it grows again).
     public mutating func take() -> [UInt8] {
         var taken: [UInt8] = []
@@ -36,9 +29,14 @@ public struct JSONOutput {
         return taken
     }
 
+    /// Writes the comma between a value and the next at the same level.
+    private mutating func separate() {
+        if followsValue { bytes.append(UInt8(ascii: ",")) }
+    }
+
     /// Opens an object (`{`) or an array (`[`), as a member's value or an array's element.
     public mutating func open(_ bracket: Unicode.Scalar) {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         bytes.append(UInt8(ascii: bracket))
         followsValue = false
     }
@@ -52,21 +50,21 @@ public struct JSONOutput {
     /// Writes the comma the next value needs, if any, and returns the offset that value starts at: for a caller that
     /// keeps where each element's text is, to copy it into a later text with ``append(encoded:)``.
     public mutating func startValue() -> Int {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         followsValue = false
         return bytes.count
     }
 
     /// A value written before (one whole JSON value, as this writer wrote it), copied as it is.
     public mutating func append(encoded value: ArraySlice<UInt8>) {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         bytes.append(contentsOf: value)
         followsValue = true
     }
 
     /// Starts the member `name`: its value is written next.
     public mutating func key(_ name: String) {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         JSONString.append(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         followsValue = false
@@ -74,14 +72,14 @@ public struct JSONOutput {
 
     /// A string: an array's element, or the value after ``key(_:)``.
     public mutating func element(_ string: String) {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         JSONString.append(string, to: &bytes)
         followsValue = true
     }
 
     /// An integer: an array's element, or the value after ``key(_:)``.
     public mutating func element(_ number: Int) {
-        if followsValue { bytes.append(UInt8(ascii: ",")) }
+        separate()
         DecimalText.append(number, to: &bytes)
         followsValue = true
     }

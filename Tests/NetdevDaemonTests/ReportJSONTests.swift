@@ -93,7 +93,9 @@ struct ReportJSONTests {
         var generator = SeededGenerator(seed: 11)
         for _ in 0..<200 {
             let link = Self.link(&generator)
-            var json = JSONOutput(after: Array("[1".utf8), followsValue: true)
+            var json = JSONOutput(capacity: 0)
+            json.open("[")
+            json.element(1)
             ReportJSON.append(&json, link)
             #expect(json.bytes == Array("[1,".utf8) + (try JSONTextEncoder().encode(link)))
             let device = Self.device(&generator)
