@@ -7,10 +7,11 @@
 //     comparison, from the two whole models;
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
 //     each link's place in it);
+//   - `Monitor`'s first reply (every link and every device with its udev properties);
 //   - the same reply decoded as `netdevctl links` decodes it for its table, and printed as `netdevctl links
 //     --json=short` prints it (parsed and written again);
-//   - a metrics render (the text `GetMetrics` and the textfile write make), and `GetMetrics`' reply (that text as a
-//     JSON string);
+//   - a metrics render (the text `GetMetrics` and the textfile write make), a new exporter's first (every link new
+//     to it), and `GetMetrics`' reply (that text as a JSON string);
 //
 //   make benchmark-large-host
 //   .build/release/LargeHost --once 20000    (one size, one pass of each: for callgrind)
@@ -143,6 +144,9 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         list.note(changed)
         precondition(list.make(for: changed).copied == size - 1, "the kept reply was not used")
     }
+    // `Monitor`'s first reply: every link and every device, as the control service writes it.
+    var stateBytes = 0
+    let firstState = measure { stateBytes = ReportJSON.stateParameters(StateReport(current, devices: true)).count }
     var decoded: [LinkReport] = []
     let decode = measure {
         decoded = (try? JSONTextDecoder().decode([String: [LinkReport]].self, from: listReply))?["links"] ?? []
@@ -158,6 +162,10 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let exporter = MetricsExporter(recorder: recorder, version: "benchmark")
     var metricsBytes = 0
     let metrics = measure { metricsBytes = exporter.render(current, clients: 1).count }
+    // A new exporter's first render, where every link is new to it: a start's first `GetMetrics` or textfile write.
+    let firstMetrics = measure {
+        _ = MetricsExporter(recorder: recorder, version: "benchmark").render(current, clients: 1)
+    }
     // `GetMetrics`: the same text as a JSON string, as the daemon writes its reply.
     let getMetrics = measure { _ = ReportJSON.textParameters(utf8: exporter.render(current, clients: 1)) }
     rows.append(
@@ -166,9 +174,12 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
             [
                 String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.1f", noted),
                 String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
-                String(format: "%.2f", relist / 1_000), String(format: "%.1f", decode / 1_000),
+                String(format: "%.2f", relist / 1_000),
+                String(format: "%.1f (%d KB)", firstState / 1_000, stateBytes / 1_000),
+                String(format: "%.1f", decode / 1_000),
                 String(format: "%.1f", printed / 1_000),
                 String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
+                String(format: "%.1f", firstMetrics / 1_000),
                 String(format: "%.1f", getMetrics / 1_000),
             ]
         ))
@@ -177,9 +188,9 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)", "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
-    "ListLinks reply after one link changed (ms)",
+    "ListLinks reply after one link changed (ms)", "Monitor's first reply, every link and device (ms)",
     "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",
-    "metrics render (ms)", "GetMetrics reply: the render as JSON (ms)",
+    "metrics render (ms)", "metrics render, an exporter's first (ms)", "GetMetrics reply: the render as JSON (ms)",
 ]
 for (number, title) in titles.enumerated() {
     print(
