@@ -91,47 +91,92 @@ public enum JSONString {
         text.withUnsafeBufferPointer { appendQuoted($0, to: &output) }
     }
 
-    private static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        output.append(UInt8(ascii: "\""))
-        // Most strings (names, addresses, keys) need no escape: copied whole.
-        let first = nextEscape(in: bytes, from: 0)
-        if first < bytes.count {
-            appendEscaped(bytes, from: first, to: &output)
-        } else {
-            output.append(contentsOf: bytes)
-        }
-        output.append(UInt8(ascii: "\""))
+    /// Appends `text`, UTF-8 bytes kept elsewhere (a device's udev properties), as a quoted JSON string literal.
+    public static func append(utf8 text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        appendQuoted(text, to: &output)
     }
 
-    /// Appends `bytes` with `"`, `\\` and control characters escaped, the first of them at `first`. The runs between
-    /// escapes are copied whole, not byte by byte: a metrics text (`GetMetrics`, 12 MB at 20,000 links) has two quotes
-    /// and a line feed in every 60 bytes.
-    private static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, from first: Int, to output: inout [UInt8]) {
-        var run = 0
+    /// Appends `bytes` quoted, with `"`, `\\` and control characters escaped. Most strings (names, addresses, keys)
+    /// need no escape and are copied whole. Otherwise the length is counted first and the text written through a
+    /// pointer into room made once: a metrics text (`GetMetrics`, 12 MB at 20,000 links) has an escape every 12 bytes
+    /// or so, and appending each run between two escapes to the array (its uniqueness and capacity checked each
+    /// time) was most of the pass's instructions.
+    private static func appendQuoted(_ bytes: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
+        let first = nextEscape(in: bytes, from: 0)
+        guard first < bytes.count else {
+            output.append(UInt8(ascii: "\""))
+            output.append(contentsOf: bytes)
+            output.append(UInt8(ascii: "\""))
+            return
+        }
+        let start = output.count
+        let count = quotedCount(bytes, firstEscape: first)
+        output.append(contentsOf: repeatElement(0, count: count))
+        let written = output.withUnsafeMutableBufferPointer { room in
+            writeQuoted(bytes, firstEscape: first, to: room.baseAddress! + start)
+        }
+        precondition(written == count, "a quoted JSON string's length was miscounted")
+    }
+
+    /// The length of `bytes` as a quoted JSON string literal; its first byte that needs an escape is at `first`.
+    private static func quotedCount(_ bytes: UnsafeBufferPointer<UInt8>, firstEscape first: Int) -> Int {
+        var count = bytes.count + 2
         var position = first
         while position < bytes.count {
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<position]))
+            count += shortEscape(bytes[position]) == nil ? 5 : 1
+            position = nextEscape(in: bytes, from: position + 1)
+        }
+        return count
+    }
+
+    /// Writes `bytes` as a quoted JSON string literal at `destination`, which has room for its
+    /// ``quotedCount(_:firstEscape:)`` bytes; returns how many it wrote.
+    private static func writeQuoted(
+        _ bytes: UnsafeBufferPointer<UInt8>, firstEscape first: Int, to destination: UnsafeMutablePointer<UInt8>
+    ) -> Int {
+        var out = destination
+        out.pointee = UInt8(ascii: "\"")
+        out += 1
+        var run = 0
+        var position = first
+        while true {
+            if position > run, let base = bytes.baseAddress {
+                out.update(from: base + run, count: position - run)
+                out += position - run
+            }
+            guard position < bytes.count else { break }
             let byte = bytes[position]
+            out.pointee = UInt8(ascii: "\\")
+            if let escaped = shortEscape(byte) {
+                out[1] = escaped
+                out += 2
+            } else {
+                out[1] = UInt8(ascii: "u")
+                out[2] = UInt8(ascii: "0")
+                out[3] = UInt8(ascii: "0")
+                out[4] = hexDigits[Int(byte >> 4)]
+                out[5] = hexDigits[Int(byte & 0xF)]
+                out += 6
+            }
             run = position + 1
             position = nextEscape(in: bytes, from: run)
-            let escaped: UInt8
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): escaped = byte
-            case 0x0A: escaped = UInt8(ascii: "n")
-            case 0x0D: escaped = UInt8(ascii: "r")
-            case 0x09: escaped = UInt8(ascii: "t")
-            case 0x08: escaped = UInt8(ascii: "b")
-            case 0x0C: escaped = UInt8(ascii: "f")
-            default:
-                output.append(contentsOf: "\\u00".utf8)
-                output.append(hexDigits[Int(byte >> 4)])
-                output.append(hexDigits[Int(byte & 0xF)])
-                continue
-            }
-            output.append(UInt8(ascii: "\\"))
-            output.append(escaped)
         }
-        output.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
+        out.pointee = UInt8(ascii: "\"")
+        return out + 1 - destination
+    }
+
+    /// What follows the backslash for `byte` (one that needs an escape) when it has a short escape (`\n`, `\"`),
+    /// or `nil` for `\u00XX`.
+    private static func shortEscape(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"): byte
+        case 0x0A: UInt8(ascii: "n")
+        case 0x0D: UInt8(ascii: "r")
+        case 0x09: UInt8(ascii: "t")
+        case 0x08: UInt8(ascii: "b")
+        case 0x0C: UInt8(ascii: "f")
+        default: nil
+        }
     }
 
     /// The position of the first byte at or after `start` that needs an escape, or `bytes.count`: eight bytes at a
