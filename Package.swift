@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "Varlink", dependencies: ["Locking", "CLinux", "JSONCoding", "SystemSupport"], swiftSettings: strict),
         // The io.netdevd interface's JSON shapes (and time spans): what netdevd and its clients share.
-        .target(name: "NetdevWire", swiftSettings: strict),
+        .target(name: "NetdevWire", dependencies: ["SystemSupport"], swiftSettings: strict),
         .target(
             name: "NetdevDaemon",
             dependencies: [
@@ -191,7 +191,7 @@ let package = Package(
             name: "NetdevDaemonTests",
             dependencies: [
                 "NetdevDaemon", "NetdevSession", "NetdevWire", "Syslog", "Systemd", "Udev", "Varlink",
-                "KernelTestSupport",
+                "KernelTestSupport", "SystemSupport",
             ],
             swiftSettings: strict
         ),

@@ -91,6 +91,16 @@ public struct JSONOutput {
         element(string)
     }
 
+    /// The member `name` with a string value, both given as UTF-8 bytes (kept elsewhere: a `String` is not made of
+    /// each).
+    public mutating func add(utf8 name: UnsafeBufferPointer<UInt8>, string value: UnsafeBufferPointer<UInt8>) {
+        separate()
+        JSONString.append(utf8: name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        JSONString.append(utf8: value, to: &bytes)
+        followsValue = true
+    }
+
     /// The member `name` with an integer value; nothing when it is `nil`.
     public mutating func add(_ name: String, number: Int?) {
         guard let number else { return }

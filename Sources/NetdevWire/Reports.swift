@@ -1,3 +1,5 @@
+public import SystemSupport
+
 /// The JSON shapes of the `io.netdevd` interface, shared by the server (netdevd) and its clients (`netdevctl`).
 /// Field names are stable and documented in the interface description; this module holds plain values only, so
 /// a client needs neither the daemon nor the session to read them.
@@ -187,13 +189,15 @@ public struct DeviceReport: Codable, Sendable, Equatable {
     public var devnode: String?
     /// The driver.
     public var driver: String?
-    /// udev's properties (`ID_VENDOR`, `ID_MODEL`, `ID_SERIAL`, `DEVLINKS`, ...), as `udevadm info` shows them.
-    public var properties: [String: String]
+    /// udev's properties (`ID_VENDOR`, `ID_MODEL`, `ID_SERIAL`, `DEVLINKS`, ...), as `udevadm info` shows them: the
+    /// session's own buffer (a JSON object of strings on the wire), so a report of 20,000 devices neither builds a
+    /// dictionary for each nor sorts its keys again to write them.
+    public var properties: DeviceProperties
 
     /// A device report; the fields mean what the properties say.
     public init(
         syspath: String, sysname: String, subsystem: String, devtype: String? = nil, devnode: String? = nil,
-        driver: String? = nil, properties: [String: String] = [:]
+        driver: String? = nil, properties: DeviceProperties = [:]
     ) {
         self.syspath = syspath
         self.sysname = sysname
@@ -213,7 +217,7 @@ public struct DeviceReport: Codable, Sendable, Equatable {
         devtype = try container.decodeIfPresent(String.self, forKey: .devtype)
         devnode = try container.decodeIfPresent(String.self, forKey: .devnode)
         driver = try container.decodeIfPresent(String.self, forKey: .driver)
-        properties = try container.decodeIfPresent([String: String].self, forKey: .properties) ?? [:]
+        properties = try container.decodeIfPresent(DeviceProperties.self, forKey: .properties) ?? [:]
     }
 
     /// The order an operator reads devices in: by subsystem, then kernel name (then path, for equal names).

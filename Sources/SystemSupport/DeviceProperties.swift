@@ -100,6 +100,21 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
     /// Whether the device has no properties.
     public var isEmpty: Bool { bytes.isEmpty }
 
+    /// The keys, in their UTF-8 order.
+    public var keys: [String] { map(\.key) }
+
+    /// Calls `body` with each property's key and value as UTF-8 bytes, in the keys' order: for a writer that copies
+    /// them (a report, a hook's JSON) without making a `String` of each. The bytes are valid only during the call.
+    public func forEachUTF8(_ body: (_ key: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Void) {
+        bytes.withUnsafeBufferPointer { buffer in
+            var position = 0
+            while position < buffer.count {
+                let key = Self.field(buffer, &position)
+                body(key, Self.field(buffer, &position))
+            }
+        }
+    }
+
     /// The properties as a dictionary (for a report; each call builds one).
     public var dictionary: [String: String] {
         Dictionary(self.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })

@@ -2,6 +2,7 @@ import JSONCoding
 import KernelTestSupport
 import NetdevDaemon
 import NetdevWire
+import SystemSupport
 import Testing
 
 @Suite("Reports written field by field")
@@ -40,7 +41,7 @@ struct ReportJSONTests {
         return DeviceReport(
             syspath: text(&generator), sysname: text(&generator), subsystem: text(&generator),
             devtype: optionalText(&generator), devnode: optionalText(&generator), driver: optionalText(&generator),
-            properties: properties)
+            properties: DeviceProperties(properties))
     }
 
     static func change(_ generator: inout SeededGenerator) -> ChangeReport {

@@ -22,7 +22,7 @@ struct DevicePropertiesTests {
         return dictionary
     }
 
-    @Test("it holds what its dictionary held, in the keys' UTF-8 order, each found by its key; 500 random sets")
+    @Test("it holds its dictionary's pairs in the keys' UTF-8 order, found by key, read as bytes; 500 random sets")
     func holdsTheDictionary() throws {
         var generator = SeededGenerator(seed: 0x7072_6f70)
         for step in 0..<500 {
@@ -31,6 +31,13 @@ struct DevicePropertiesTests {
             #expect(properties.dictionary == dictionary, "step \(step)")
             let keys = properties.map(\.key)
             #expect(keys == dictionary.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, "step \(step)")
+            #expect(properties.keys == keys, "step \(step)")
+            // The bytes a writer copies: the same pairs, in the same order.
+            var read: [(String, String)] = []
+            properties.forEachUTF8 { key, value in
+                read.append((String(decoding: key, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+            }
+            #expect(read.map(\.0) == keys && read.map(\.1) == properties.map(\.value), "step \(step)")
             for (key, value) in dictionary { #expect(properties[key] == value, "step \(step)") }
             let missing = Self.text(&generator) + "?"
             #expect(properties[missing] == nil)

@@ -106,6 +106,6 @@ extension DeviceReport {
     public init(_ device: Device) {
         self.init(
             syspath: device.syspath, sysname: device.sysname, subsystem: device.subsystem, devtype: device.devtype,
-            devnode: device.devnode, driver: device.driver, properties: device.properties.dictionary)
+            devnode: device.devnode, driver: device.driver, properties: device.properties)
     }
 }

@@ -3,10 +3,11 @@ public import NetdevWire
 
 /// The JSON text of the reports (a monitor's change, a link in `ListLinks`, the state, the devices), written field
 /// by field with ``JSONCoding/JSONOutput`` instead of through `Codable`. Contract: the bytes are exactly
-/// ``JSONCoding/JSONTextEncoder``'s for the same value (compact, members in their keys' UTF-8 order, an absent optional left out), so a client cannot tell which
-/// wrote them; the tests compare the two on random reports. The generic encoder cost about 104,000 instructions per
-/// monitor change, most of netdevd's work per event with monitors attached, and built a tree of the whole value
-/// first: for `Monitor`'s first reply at 20,000 links (every link and device), tens of megabytes held at once.
+/// ``JSONCoding/JSONTextEncoder``'s for the same value (compact, members in their keys' UTF-8 order, an absent
+/// optional left out), so a client cannot tell which wrote them; the tests compare the two on random reports. The
+/// generic encoder cost about 104,000 instructions per monitor change, most of netdevd's work per event with monitors
+/// attached, and built a tree of the whole value first: for `Monitor`'s first reply at 20,000 links (every link and
+/// device), tens of megabytes held at once.
 public enum ReportJSON {
     /// `{"change": change}`, the parameters of a monitor's reply after its first state.
     public static func changeParameters(_ change: ChangeReport) -> [UInt8] {
@@ -103,7 +104,11 @@ public enum ReportJSON {
         json.add("devnode", string: device.devnode)
         json.add("devtype", string: device.devtype)
         json.add("driver", string: device.driver)
-        json.add("properties", object: device.properties) { $0.element($1) }
+        json.key("properties")
+        json.open("{")
+        // Kept in key order: copied as they are.
+        device.properties.forEachUTF8 { json.add(utf8: $0, string: $1) }
+        json.close("}")
         json.add("subsystem", string: device.subsystem)
         json.add("sysname", string: device.sysname)
         json.add("syspath", string: device.syspath)

@@ -1,5 +1,6 @@
 import JSONCoding
 public import NetdevSession
+import NetdevWire
 
 /// `NETDEVD_JSON`, the subject of a hook run as one JSON object: for a link its state, addresses, default routes
 /// and operational state; for a device its udev identity and properties.
@@ -31,21 +32,10 @@ public enum HookJSON {
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
-    /// The object for `device`.
+    /// The object for `device`: the same members as the device in a report (``ReportJSON``).
     public static func describe(_ device: Device) -> String {
         var json = JSONOutput(capacity: 512)
-        json.open("{")
-        json.add("devnode", string: device.devnode)
-        json.add("devtype", string: device.devtype)
-        json.add("driver", string: device.driver)
-        json.key("properties")
-        json.open("{")
-        for (name, value) in device.properties { json.add(name, string: value) }
-        json.close("}")
-        json.add("subsystem", string: device.subsystem)
-        json.add("sysname", string: device.sysname)
-        json.add("syspath", string: device.syspath)
-        json.close("}")
+        ReportJSON.append(&json, DeviceReport(device))
         return String(decoding: json.bytes, as: UTF8.self)
     }
 }
