@@ -144,4 +144,38 @@ struct JSONStringEscapeTests {
             #expect(output.count == text.utf8.count + 2 + added, "step \(step)")
         }
     }
+
+    @Test("each of the 256 byte values, anywhere in or after an eight-byte word, is escaped exactly as JSON says")
+    func everyByteEverywhere() {
+        let hex = Array("0123456789abcdef".utf8)
+        // What JSON requires of one byte, written byte by byte.
+        func expected(_ byte: UInt8) -> [UInt8] {
+            switch byte {
+            case 0x22: Array(#"\""#.utf8)
+            case 0x5C: Array(#"\\"#.utf8)
+            case 0x0A: Array(#"\n"#.utf8)
+            case 0x0D: Array(#"\r"#.utf8)
+            case 0x09: Array(#"\t"#.utf8)
+            case 0x08: Array(#"\b"#.utf8)
+            case 0x0C: Array(#"\f"#.utf8)
+            case ..<0x20:
+                Array(#"\u00"#.utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
+            default: [byte]
+            }
+        }
+        for value in 0...255 {
+            let byte = UInt8(value)
+            // 21 bytes: two whole words and five after them; the byte among plain text, then between two escapes.
+            for filler in [UInt8(ascii: "a"), 0x22] {
+                for place in 0..<21 {
+                    var text = [UInt8](repeating: filler, count: 21)
+                    text[place] = byte
+                    var output: [UInt8] = []
+                    JSONString.append(utf8: text, to: &output)
+                    let want = [0x22] + text.flatMap(expected) + [0x22]
+                    #expect(output == want, "byte \(value) at \(place) among \(filler)")
+                }
+            }
+        }
+    }
 }
