@@ -486,6 +486,15 @@ def cut_off_warnings(pid):
     return sum(1 for line in output.splitlines() if "ClientTooSlow" in line)
 
 
+def reading_retries(pid):
+    """How many times netdevd's start-up reading of links and devices failed and was tried again (journal entries
+    of that message, by its catalog ID, which does not change)."""
+    output = subprocess.run(
+        ["journalctl", "--no-pager", f"_PID={pid}", "MESSAGE_ID=4d0b1a6f8e2c4b7e9a31c5d2e7f80a08", "-o", "cat"],
+        capture_output=True, text=True).stdout
+    return len(output.splitlines())
+
+
 def stuck_monitor(figures, daemon, label):
     """A monitor that reads its first reply, then stops reading while every burst link goes down and up: netdevd
     cuts it off (io.netdevd.ClientTooSlow) once its bound of unread replies is reached. How long that took, whether
@@ -950,6 +959,17 @@ def main():
                     len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
+                # Nor the kernel's: after the bursts above it may still be adding the links' IPv6 addresses (at
+                # 20,000 links, thousands stay tentative for minutes), and an address dump that runs into those
+                # changes 5 times in a row fails the start's reading, which is tried again a second later. How long
+                # that took, and how often each start still had to read again, are figures of their own.
+                settled_after = time.monotonic()
+                while time.monotonic() - settled_after < 600 and subprocess.run(
+                        ["ip", "-6", "addr", "show", "tentative"], capture_output=True, text=True).stdout.strip():
+                    time.sleep(1)
+                figures["before the starts: the kernel's IPv6 addresses settled after (s)"] = round(
+                    time.monotonic() - settled_after, 1)
+                retries = []
                 starts, starts_cpu = [], []
                 udevd = own_netns_pids("systemd-udevd")
                 # What else ran on the machine meanwhile: a start reads the state with two threads, so another busy
@@ -969,10 +989,13 @@ def main():
                                 proc_status(second.pid, "VmRSS"), 1)
                     finally:
                         second.stop()
+                    retries.append(reading_retries(second.pid))
                 figures[f"exec to READY=1 with {size()} (ms, median of 3 starts)"] = round(
                     statistics.median(starts) * 1000, 1)
                 figures[f"exec to READY=1 with {size()}, each start (ms)"] = " / ".join(
                     f"{start * 1000:.1f}" for start in starts)
+                figures["each start's readings tried again (the kernel kept changing what was read)"] = " / ".join(
+                    str(count) for count in retries)
                 figures["the three starts: wall / machine's busy CPU / theirs / journald's / udevd's / the main netdevd's (s)"] = (
                     f"{time.monotonic() - starts_began:.2f} / {machine_busy() - machine_before:.2f} / "
                     f"{sum(starts_cpu):.2f} / {sum(proc_stat(p)[0] for p in journald) - journald_before:.2f} / "
