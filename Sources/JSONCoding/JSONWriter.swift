@@ -85,15 +85,18 @@ public enum JSONString {
         }
     }
 
-    /// Appends `text`, UTF-8 already (a metrics text of 12 MB, not copied into a `String` first), as a quoted JSON
-    /// string literal to `output`.
+    /// Appends `text`, valid UTF-8 already (a metrics text of 12 MB, made from strings, not copied into a `String`
+    /// first), as a quoted JSON string literal to `output`.
     public static func append(utf8 text: [UInt8], to output: inout [UInt8]) {
         text.withUnsafeBufferPointer { appendQuoted($0, to: &output) }
     }
 
-    /// Appends `text`, UTF-8 bytes kept elsewhere (a device's udev properties), as a quoted JSON string literal.
+    /// Appends `text`, bytes kept elsewhere (a device's udev properties, as the kernel and udev gave them), as a
+    /// quoted JSON string literal. Bytes that are not UTF-8 (a link may be named `\xff`) are repaired as
+    /// `String(decoding:as:)` repairs them, so the output is always valid JSON; ASCII, the usual case, is copied.
     public static func append(utf8 text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        appendQuoted(text, to: &output)
+        guard text.contains(where: { $0 >= 0x80 }) else { return appendQuoted(text, to: &output) }
+        append(String(decoding: text, as: UTF8.self), to: &output)
     }
 
     /// Appends `bytes` quoted, with `"`, `\\` and control characters escaped. Most strings (names, addresses, keys)

@@ -10,7 +10,8 @@ import Glibc
 /// bytes and lengths, made from libudev's strings without a `String` in between. Contract: it holds what it was made
 /// from, each key once; it iterates in the order of the keys' UTF-8 bytes (the order JSON objects are written in);
 /// two are equal when they hold the same properties. A lookup reads the buffer (a device has tens of properties, not
-/// thousands) and compares the key's bytes.
+/// thousands) and compares the key's bytes. A device report (`NetdevWire`) carries the same buffer, and the reports'
+/// writer copies its bytes in order (``forEachUTF8(_:)``).
 public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDictionaryLiteral, Codable,
     CustomStringConvertible
 {
