@@ -91,12 +91,10 @@ public enum JSONString {
         text.withUnsafeBufferPointer { appendQuoted($0, to: &output) }
     }
 
-    /// Appends `text`, bytes kept elsewhere (a device's udev properties, as the kernel and udev gave them), as a
-    /// quoted JSON string literal. Bytes that are not UTF-8 (a link may be named `\xff`) are repaired as
-    /// `String(decoding:as:)` repairs them, so the output is always valid JSON; ASCII, the usual case, is copied.
+    /// Appends `text`, valid UTF-8 bytes kept elsewhere (a device's udev properties, repaired where they were not
+    /// when they were kept), as a quoted JSON string literal.
     public static func append(utf8 text: UnsafeBufferPointer<UInt8>, to output: inout [UInt8]) {
-        guard text.contains(where: { $0 >= 0x80 }) else { return appendQuoted(text, to: &output) }
-        append(String(decoding: text, as: UTF8.self), to: &output)
+        appendQuoted(text, to: &output)
     }
 
     /// Appends `bytes` quoted, with `"`, `\\` and control characters escaped. Most strings (names, addresses, keys)

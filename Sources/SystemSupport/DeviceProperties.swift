@@ -8,7 +8,7 @@ import Glibc
 /// `[String: String]` each took a dictionary's table and a heap string for most keys and values, about 1 KB a device
 /// (massif at 4,000 links: 4.2 of the 7.2 MB live heap); here a device's properties are one allocation of their
 /// bytes and lengths, made from libudev's strings without a `String` in between. Contract: it holds what it was made
-/// from, each key once; it iterates in the order of the keys' UTF-8 bytes (the order JSON objects are written in);
+/// from (as UTF-8, repaired where it was not), each key once; it iterates in the order of the keys' UTF-8 bytes (the order JSON objects are written in);
 /// two are equal when they hold the same properties. A lookup reads the buffer (a device has tens of properties, not
 /// thousands) and compares the key's bytes. A device report (`NetdevWire`) carries the same buffer, and the reports'
 /// writer copies its bytes in order (``forEachUTF8(_:)``).
@@ -31,14 +31,20 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
 
     /// The properties in `list`, in any order; of a key given twice, the last value.
     public init(list: [(key: String, value: String)]) {
+        self.init(byteList: list.map { (key: $0.key.utf8, value: $0.value.utf8) })
+    }
+
+    /// The properties in `list`, keys and values as bytes (UTF-8, or repaired as ``init(pairs:)`` says), in any
+    /// order; of a key given twice, the last value.
+    public init<Bytes: Collection<UInt8>>(byteList list: [(key: Bytes, value: Bytes)]) {
         var text: [UInt8] = []
         var ranges: [(key: Range<Int>, value: Range<Int>)] = []
         ranges.reserveCapacity(list.count)
         for (key, value) in list {
             let keyStart = text.count
-            text += key.utf8
+            text += key
             let valueStart = text.count
-            text += value.utf8
+            text += value
             ranges.append((keyStart..<valueStart, valueStart..<text.count))
         }
         self = text.withUnsafeBufferPointer { text in
@@ -52,7 +58,20 @@ public struct DeviceProperties: Sendable, Hashable, Sequence, ExpressibleByDicti
     /// The properties given as bytes, in any order (libudev's list, read without making a `String` of each key and
     /// value: a dictionary built and dropped for each device left the heap in holes between the buffers kept); of a
     /// key given twice, the last value.
+    ///
+    /// Bytes that are not UTF-8 are repaired as `String(decoding:as:)` repairs them: udev's bytes are the kernel's,
+    /// and a link may be named `\xff`. So every holder and writer of properties has UTF-8 (a report is valid JSON, a
+    /// key sorts as its `String` does), and only a device with bytes of 0x80 or more is checked further.
     public init(pairs: [(key: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)]) {
+        func isUTF8(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+            !text.contains { $0 >= 0x80 } || String(validating: text, as: UTF8.self) != nil
+        }
+        guard pairs.allSatisfy({ isUTF8($0.key) && isUTF8($0.value) }) else {
+            self = DeviceProperties(
+                list: pairs.map { (String(decoding: $0.key, as: UTF8.self), String(decoding: $0.value, as: UTF8.self)) }
+            )
+            return
+        }
         let order = pairs.indices.sorted { left, right in
             let (a, b) = (pairs[left].key, pairs[right].key)
             let common = Swift.min(a.count, b.count)

@@ -108,40 +108,19 @@ struct ReportJSONTests {
 
     @Test("udev properties that are not UTF-8 (a link named \\xff) are written repaired, so the reply stays valid JSON")
     func repairsPropertiesThatAreNotUTF8() throws {
-        let pairs: [([UInt8], [UInt8])] = [
+        let pairs: [(key: [UInt8], value: [UInt8])] = [
             (Array("INTERFACE".utf8), [0x6E, 0xFF, 0x62]), (Array("ID_MODEL".utf8), Array("disk\"é".utf8)),
             ([0x58, 0xC3], Array("cut".utf8)),
         ]
-        let properties = pairs.withRawBuffers { DeviceProperties(pairs: $0) }
+        let properties = DeviceProperties(byteList: pairs)
         let device = DeviceReport(
             syspath: "/sys/devices/virtual/net/n", sysname: "n", subsystem: "net", properties: properties)
         let written = ReportJSON.devicesParameters([device])
         #expect(String(validating: written, as: UTF8.self) != nil)
+        #expect(written == (try JSONTextEncoder().encode(["devices": [device]])))
         let read = try JSONTextDecoder().decode([String: [DeviceReport]].self, from: written)["devices"]?.first
         #expect(read?.properties["INTERFACE"] == "n\u{FFFD}b")
         #expect(read?.properties["ID_MODEL"] == "disk\"é")
         #expect(read?.properties["X\u{FFFD}"] == "cut")
-    }
-}
-
-extension Array where Element == ([UInt8], [UInt8]) {
-    /// The pairs as the buffers `DeviceProperties(pairs:)` takes, valid during `body`.
-    fileprivate func withRawBuffers<Result>(
-        _ body: ([(key: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)]) -> Result
-    ) -> Result {
-        var joined: [UInt8] = []
-        var ranges: [(Range<Int>, Range<Int>)] = []
-        for (key, value) in self {
-            let keyStart = joined.count
-            joined += key
-            ranges.append((keyStart..<joined.count, joined.count..<joined.count + value.count))
-            joined += value
-        }
-        return joined.withUnsafeBufferPointer { buffer in
-            body(
-                ranges.map {
-                    (UnsafeBufferPointer(rebasing: buffer[$0.0]), UnsafeBufferPointer(rebasing: buffer[$0.1]))
-                })
-        }
     }
 }
