@@ -487,13 +487,64 @@ def cut_off_warnings(pid):
     return sum(1 for line in output.splitlines() if "ClientTooSlow" in line)
 
 
-def reading_retries(pid):
-    """How many times netdevd's start-up reading of links and devices failed and was tried again (journal entries
-    of that message, by its catalog ID, which does not change)."""
+def entries_of(pid, message_id):
+    """How many journal entries netdevd `pid` wrote with this MESSAGE_ID (catalog IDs do not change)."""
     output = subprocess.run(
-        ["journalctl", "--no-pager", f"_PID={pid}", "MESSAGE_ID=4d0b1a6f8e2c4b7e9a31c5d2e7f80a08", "-o", "cat"],
+        ["journalctl", "--no-pager", f"_PID={pid}", f"MESSAGE_ID={message_id}", "-o", "cat"],
         capture_output=True, text=True).stdout
     return len(output.splitlines())
+
+
+def reading_retries(pid):
+    """How many times netdevd's start-up reading of links and devices failed and was tried again."""
+    return entries_of(pid, "4d0b1a6f8e2c4b7e9a31c5d2e7f80a08")
+
+
+KEPT_WHILE_CHANGING = "4d0b1a6f8e2c4b7e9a31c5d2e7f80a09"
+READ_AGAIN = "4d0b1a6f8e2c4b7e9a31c5d2e7f80a0a"
+
+
+def wait_for_settled_addresses(timeout=600):
+    """Seconds until the kernel holds no IPv6 address as tentative (DAD done everywhere), at most `timeout`."""
+    began = time.monotonic()
+    while time.monotonic() - began < timeout and subprocess.run(
+            ["ip", "-6", "addr", "show", "tentative"], capture_output=True, text=True).stdout.strip():
+        time.sleep(1)
+    return time.monotonic() - began
+
+
+def start_under_churn(figures, binary, workdir, hooks_dir, ctl):
+    """A start while the kernel configures addresses: every burst link taken down and up (their IPv6 addresses
+    go tentative and change again as DAD ends), netdevd started as `ip -batch` returns. READY=1; how often its
+    reading was kept while the kernel changed it, and read again; and its drift against the kernel once the kernel
+    settled and netdevd read again (`settle_drift` without tentative addresses)."""
+    lines = [f"link set {pair_name(i)}a down" for i in range(PAIRS)]
+    lines += [f"link set {pair_name(i)}a up" for i in range(PAIRS)]
+    subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
+    churned = Daemon(binary, workdir, "churned", hooks_dir)
+    try:
+        ready = churned.ready_seconds()
+        settled = wait_for_settled_addresses()
+        # The last reading kept is read again within 30 s (netdevd's longest wait).
+        deadline = time.monotonic() + 45
+        while time.monotonic() < deadline and (
+                entries_of(churned.pid, READ_AGAIN) < entries_of(churned.pid, KEPT_WHILE_CHANGING)):
+            time.sleep(1)
+        problems = settle_drift(ctl, churned.socket_path, tentative=False)
+        cpu, _ = proc_stat(churned.pid)
+        kept, again = entries_of(churned.pid, KEPT_WHILE_CHANGING), entries_of(churned.pid, READ_AGAIN)
+        failed = reading_retries(churned.pid)
+    finally:
+        churned.stop()
+    label = f"a start as {size()} go down and up"
+    figures[f"{label}: exec to READY=1 (ms)"] = round(ready * 1000, 1)
+    figures[f"{label}: readings kept while the kernel changed them / read again / failed"] = (
+        f"{kept} / {again} / {failed}")
+    figures[f"{label}: the kernel settled after (s); netdevd's CPU by then (s)"] = (
+        f"{settled:.1f}; {cpu:.2f}")
+    figures[f"{label}: drift once settled"] = len(problems)
+    for problem in problems[:5]:
+        print(f"{label}: drift: {problem}", file=sys.stderr)
 
 
 def stuck_monitor(figures, daemon, label):
@@ -962,14 +1013,11 @@ def main():
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
                 # Nor the kernel's: after the bursts above it may still be adding the links' IPv6 addresses (at
                 # 20,000 links, thousands stay tentative for minutes), and an address dump that runs into those
-                # changes 5 times in a row fails the start's reading, which is tried again a second later. How long
-                # that took, and how often each start still had to read again, are figures of their own.
-                settled_after = time.monotonic()
-                while time.monotonic() - settled_after < 600 and subprocess.run(
-                        ["ip", "-6", "addr", "show", "tentative"], capture_output=True, text=True).stdout.strip():
-                    time.sleep(1)
+                # changes 5 times in a row is kept and read again later. These starts are on a quiet kernel; the
+                # start after them is on a busy one. How long the kernel took, and each start's readings, are
+                # figures of their own.
                 figures["before the starts: the kernel's IPv6 addresses settled after (s)"] = round(
-                    time.monotonic() - settled_after, 1)
+                    wait_for_settled_addresses(), 1)
                 retries = []
                 starts, starts_cpu = [], []
                 udevd = own_netns_pids("systemd-udevd")
@@ -990,18 +1038,19 @@ def main():
                                 proc_status(second.pid, "VmRSS"), 1)
                     finally:
                         second.stop()
-                    retries.append(reading_retries(second.pid))
+                    retries.append(
+                        f"{reading_retries(second.pid)}, {entries_of(second.pid, KEPT_WHILE_CHANGING)}")
                 figures[f"exec to READY=1 with {size()} (ms, median of 3 starts)"] = round(
                     statistics.median(starts) * 1000, 1)
                 figures[f"exec to READY=1 with {size()}, each start (ms)"] = " / ".join(
                     f"{start * 1000:.1f}" for start in starts)
-                figures["each start's readings tried again (the kernel kept changing what was read)"] = " / ".join(
-                    str(count) for count in retries)
+                figures["each start's readings failed, kept while the kernel changed them"] = " / ".join(retries)
                 figures["the three starts: wall / machine's busy CPU / theirs / journald's / udevd's / the main netdevd's (s)"] = (
                     f"{time.monotonic() - starts_began:.2f} / {machine_busy() - machine_before:.2f} / "
                     f"{sum(starts_cpu):.2f} / {sum(proc_stat(p)[0] for p in journald) - journald_before:.2f} / "
                     f"{sum(proc_stat(p)[0] for p in udevd) - udevd_before:.2f} / "
                     f"{proc_stat(daemon.pid)[0] - main_before:.2f}")
+                start_under_churn(figures, binary, workdir, empty_hooks, ctl)
 
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
             delete = [f"link del {pair_name(i)}a" for i in range(PAIRS)]

@@ -52,11 +52,27 @@ public struct Snapshot: Codable, Sendable, Equatable {
     public var links: [Link]
     /// The devices of the tracked subsystems.
     public var devices: [Device]
+    /// What the kernel kept changing while it was read (`RTM_GETADDR`, ...): the snapshot holds the last reading of
+    /// it, which may lack an entry that did not change, so the session reads again later. Empty when consistent.
+    public var changedWhileRead: [String]
 
     /// A snapshot.
-    public init(links: [Link], devices: [Device]) {
+    public init(links: [Link], devices: [Device], changedWhileRead: [String] = []) {
         self.links = links
         self.devices = devices
+        self.changedWhileRead = changedWhileRead
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case links, devices, changedWhileRead
+    }
+
+    /// Decodes a snapshot; one recorded before ``changedWhileRead`` existed was consistent.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        links = try container.decode([Link].self, forKey: .links)
+        devices = try container.decode([Device].self, forKey: .devices)
+        changedWhileRead = try container.decodeIfPresent([String].self, forKey: .changedWhileRead) ?? []
     }
 }
 
@@ -111,6 +127,8 @@ public enum TimerID: Codable, Sendable, Hashable {
     case networkdWait(index: Int32)
     /// Time to try a failed enumeration again.
     case retryEnumeration
+    /// Time to read links and devices again: the kernel kept changing them while they were last read.
+    case reread
     /// Time to count the hook runs dropped since the last count in one journal entry.
     case dropSummary
 }

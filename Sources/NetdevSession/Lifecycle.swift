@@ -9,6 +9,7 @@ extension Transition {
         guard generation == model.enumerationGeneration, model.phase == .enumerating || model.phase == .resyncing
         else { return }
         let wasResync = model.phase == .resyncing
+        let wasReread = model.rereading
         let previous = PreviousState(everythingIn: model)
         stateTouched = true
         change = .everything
@@ -28,10 +29,14 @@ extension Transition {
             announceChanges(from: previous, hooks: true)
             resumeDebounces()
             dispatchAfterResync()
-            log(
-                .notice, .resynced, "Re-read the state after lost events: \(statusLine)",
-                [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
-            )
+            if wasReread {
+                log(.info, .reread, "Read links and devices again: \(statusLine)")
+            } else {
+                log(
+                    .notice, .resynced, "Re-read the state after lost events: \(statusLine)",
+                    [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
+                )
+            }
             effects.append(.notify([.status(statusLine)]))
         } else {
             for link in model.sortedLinks {
@@ -48,10 +53,36 @@ extension Transition {
             effects.append(.notify([.ready, .status(statusLine)]))
             dispatchAtStart()
         }
+        rereadLater(ifChanged: snapshot.changedWhileRead)
         if model.reloadPending && !model.reloadInFlight {
             model.reloadPending = false
             beginReload(by: "a request made while enumerating")
         }
+    }
+
+    /// A snapshot the kernel kept changing while it was read may lack an entry that did not change (the changes
+    /// themselves arrived as events and were replayed on it): read again after 1 s, then twice as long each time the
+    /// kernel is still busy, up to 30 s. A consistent snapshot ends it.
+    private mutating func rereadLater(ifChanged changed: [String]) {
+        let timerPending = model.changedReadings > 0 && !model.rereading
+        model.rereading = false
+        guard !changed.isEmpty else {
+            if timerPending {
+                // A resync after lost events read everything before the timer fired.
+                effects.append(.cancelTimer(.reread))
+            }
+            model.changedReadings = 0
+            return
+        }
+        let seconds = 1 << min(model.changedReadings, 5)
+        let delay = min(seconds, 30)
+        model.changedReadings += 1
+        log(
+            .notice, .changedWhileRead,
+            "The kernel kept changing \(changed.joined(separator: ", ")) while it was read; kept the last reading "
+                + "and the changes since, reading again in \(delay) s"
+        )
+        effects.append(.startTimer(.reread, milliseconds: delay * 1_000))
     }
 
     mutating func enumerationFailed(generation: Int, reason: String) {
@@ -71,6 +102,7 @@ extension Transition {
             return
         }
         model.counters.resyncs += 1
+        model.rereading = false
         stateTouched = true
         if model.phase != .enumerating {
             model.phase = .resyncing
@@ -109,6 +141,16 @@ extension Transition {
             summariseDrops()
         case .networkdWait(let index):
             networkdWaitExpired(index)
+        case .reread:
+            // A resync or reload's re-read in flight reads everything anyway; its snapshot decides again.
+            guard model.phase == .running || model.phase == .reloading, model.changedReadings > 0 else { return }
+            model.phase = .resyncing
+            model.rereading = true
+            stateTouched = true
+            model.buffered = []
+            model.enumerationGeneration += 1
+            effects.append(
+                .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
         case .retryEnumeration:
             guard model.phase == .enumerating || model.phase == .resyncing else { return }
             model.enumerationGeneration += 1

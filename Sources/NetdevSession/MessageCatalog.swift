@@ -20,6 +20,10 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
     case resynced
     /// Reading the current links or devices failed; it is retried.
     case enumerationFailed
+    /// The kernel kept changing what netdevd read (every dump interrupted); the last reading is kept, read again later.
+    case changedWhileRead
+    /// Links and devices were read again after the kernel had kept changing them; the model matches the kernel.
+    case reread
     /// A network link appeared.
     case linkAdded
     /// A network link disappeared.
@@ -68,6 +72,8 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .resyncStarted: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a06"
         case .resynced: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a07"
         case .enumerationFailed: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a08"
+        case .changedWhileRead: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a09"
+        case .reread: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a0a"
         case .linkAdded: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a11"
         case .linkRemoved: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a12"
         case .linkStateChanged: "4d0b1a6f8e2c4b7e9a31c5d2e7f80a13"
@@ -100,6 +106,10 @@ public enum MessageKind: String, Codable, Sendable, CaseIterable {
         case .resyncStarted: "A monitor lost events (receive buffer overflow); the state is being re-read."
         case .resynced: "The state was re-read after lost events; the model matches the kernel again."
         case .enumerationFailed: "Reading the current links or devices failed; it is retried."
+        case .changedWhileRead:
+            "The kernel changed its links, addresses or routes while netdevd read them, on every try; the last reading "
+                + "is kept, with the changes that arrived meanwhile, and everything is read again a little later."
+        case .reread: "Links and devices were read again after the kernel had changed them while they were read."
         case .linkAdded: "A network link appeared."
         case .linkRemoved: "A network link disappeared."
         case .linkStateChanged: "A link's operational state (networkd's words) changed."
@@ -139,6 +149,8 @@ extension MessageKind {
         case .resyncStarted: "netdevd lost events and is re-reading the state"
         case .resynced: "netdevd re-read the state after lost events"
         case .enumerationFailed: "netdevd could not read the current links or devices"
+        case .changedWhileRead: "The kernel kept changing what netdevd read"
+        case .reread: "netdevd read links and devices again"
         case .linkAdded: "Network link @NETDEVD_IFNAME@ appeared"
         case .linkRemoved: "Network link @NETDEVD_IFNAME@ disappeared"
         case .linkStateChanged: "Network link @NETDEVD_IFNAME@ is now @NETDEVD_OPER_STATE@"
@@ -167,6 +179,10 @@ extension MessageKind {
             "The entry names the file and line. Fix it, then run `systemctl reload netdevd` (or `netdevctl reload`)."
         case .resyncStarted:
             "Events arrived faster than netdevd read them. Nothing was lost for good: the state is read again."
+        case .changedWhileRead:
+            "Nothing to do: it happens while the kernel configures many addresses at once (IPv6 duplicate address "
+                + "detection on thousands of links). netdevd reads again after 1 s, then waits twice as long each "
+                + "time the kernel is still busy, up to 30 s."
         case .enumerationFailed:
             "The entry says which read failed and why; netdevd retries. If it keeps failing, check that the service "
                 + "may open netlink sockets (RestrictAddressFamilies=) and that udevd runs."

@@ -95,6 +95,11 @@ public struct Model: Codable, Sendable, Equatable {
     public var buffered: [Event]
     /// The generation of the enumeration being waited for; older answers are ignored.
     public var enumerationGeneration: Int
+    /// How many readings in a row the kernel kept changing while they were read (``Snapshot/changedWhileRead``);
+    /// while it is above 0, a ``TimerID/reread`` is pending or the re-read it started is in flight.
+    public var changedReadings: Int
+    /// The enumeration in flight is such a re-read, not a resync after lost events.
+    public var rereading: Bool
     /// A reload was asked for while one could not start (enumerating, or another reload in flight).
     public var reloadPending: Bool
     /// A `loadConfiguration` is in flight.
@@ -144,6 +149,8 @@ public struct Model: Codable, Sendable, Equatable {
         deviceCounts = [:]
         buffered = []
         enumerationGeneration = 0
+        changedReadings = 0
+        rereading = false
         reloadPending = false
         reloadInFlight = false
         hooks = HookQueue()
@@ -232,7 +239,7 @@ public struct Model: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
         case hooks, nextHookRunID, debouncing, counters, changeSequence, lastChange, maximumLogPriority, isEnumerated
-        case reloadRequests, reloadCovers, lastReload, dispatcher
+        case reloadRequests, reloadCovers, lastReload, dispatcher, changedReadings, rereading
     }
 
     /// Decodes a model; the online tally and the device counts are counted from the links and devices.
@@ -260,6 +267,8 @@ public struct Model: Codable, Sendable, Equatable {
         reloadCovers = try container.decodeIfPresent(Int.self, forKey: .reloadCovers) ?? 0
         lastReload = try container.decodeIfPresent(ReloadOutcome.self, forKey: .lastReload)
         dispatcher = try container.decodeIfPresent(DispatcherBook.self, forKey: .dispatcher) ?? DispatcherBook()
+        changedReadings = try container.decodeIfPresent(Int.self, forKey: .changedReadings) ?? 0
+        rereading = try container.decodeIfPresent(Bool.self, forKey: .rereading) ?? false
     }
 
     /// Encodes the model without its tallies (which follow from the links and devices).
@@ -285,5 +294,7 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(reloadCovers, forKey: .reloadCovers)
         try container.encodeIfPresent(lastReload, forKey: .lastReload)
         try container.encode(dispatcher, forKey: .dispatcher)
+        try container.encode(changedReadings, forKey: .changedReadings)
+        try container.encode(rereading, forKey: .rereading)
     }
 }

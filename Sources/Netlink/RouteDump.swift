@@ -32,19 +32,26 @@ public struct NetlinkSnapshot: Sendable, Equatable {
     public var addresses: [NetlinkAddress]
     /// The IPv4 and IPv6 routes of the main table.
     public var routes: [NetlinkRoute]
+    /// The requests (`RTM_GETADDR`, ...) whose every attempt the kernel marked interrupted: their values are the last
+    /// attempt's, which may lack an entry that did not change. Empty when every dump was consistent.
+    public var changedWhileRead: [String]
 
     /// A snapshot of these values.
-    public init(links: [NetlinkLink], addresses: [NetlinkAddress], routes: [NetlinkRoute]) {
+    public init(
+        links: [NetlinkLink], addresses: [NetlinkAddress], routes: [NetlinkRoute], changedWhileRead: [String] = []
+    ) {
         self.links = links
         self.addresses = addresses
         self.routes = routes
+        self.changedWhileRead = changedWhileRead
     }
 }
 
 /// Dumps links, addresses and routes from rtnetlink on a socket of its own.
 ///
 /// A dump the kernel marks inconsistent (NLM_F_DUMP_INTR, because something changed while it was being written)
-/// is repeated, up to `maximumAttempts` times. Calls block until the kernel has answered; use it off the event
+/// is repeated, up to `maximumAttempts` times; then `links()`, `addresses()` and `routes()` throw, and `snapshot()`
+/// keeps the last attempt and says so. Calls block until the kernel has answered; use it off the event
 /// loop's queue or accept a short wait (a dump of a few hundred links takes about a millisecond).
 public struct RouteDumper: Sendable {
     /// How many times an interrupted dump is tried before giving up.
@@ -57,45 +64,88 @@ public struct RouteDumper: Sendable {
 
     /// Every link.
     public func links() throws(NetlinkError) -> [NetlinkLink] {
-        try dump(type: Kernel.RTM_GETLINK, family: 0, name: "RTM_GETLINK").compactMap { message in
-            if case .newLink(let link) = message { return link }
-            return nil
-        }
+        try consistent(readLinks())
     }
 
     /// Every IPv4 and IPv6 address.
     public func addresses() throws(NetlinkError) -> [NetlinkAddress] {
-        try dump(type: Kernel.RTM_GETADDR, family: 0, name: "RTM_GETADDR").compactMap { message in
-            if case .newAddress(let address) = message { return address }
-            return nil
-        }
+        try consistent(readAddresses())
     }
 
     /// The routes of the main table, of one family or (with `nil`) both.
     public func routes(family: AddressFamily? = nil) throws(NetlinkError) -> [NetlinkRoute] {
-        let families = family.map { [$0] } ?? AddressFamily.allCases
-        var routes: [NetlinkRoute] = []
-        for family in families {
-            let messages = try dump(type: Kernel.RTM_GETROUTE, family: family.kernelValue, name: "RTM_GETROUTE")
-            for case .newRoute(let route) in messages where route.table == Kernel.RT_TABLE_MAIN {
-                routes.append(route)
+        try consistent(readRoutes(family: family))
+    }
+
+    /// Links, addresses and main-table routes. A dump interrupted on every attempt does not fail it: its last attempt
+    /// is kept and named in ``NetlinkSnapshot/changedWhileRead``. Each change that interrupted it is also sent to
+    /// the watchers (``RouteWatcher``), so a reader that applies those after the snapshot holds every changed entry;
+    /// what such a snapshot may lack is an entry that did not change, and reading again when the kernel is quieter
+    /// finds it.
+    public func snapshot() throws(NetlinkError) -> NetlinkSnapshot {
+        let links = try readLinks()
+        let addresses = try readAddresses()
+        let routes = try readRoutes(family: nil)
+        return NetlinkSnapshot(
+            links: links.values, addresses: addresses.values, routes: routes.values,
+            changedWhileRead: [links.interruptedRequest, addresses.interruptedRequest, routes.interruptedRequest]
+                .compactMap { $0 })
+    }
+
+    /// What one request's dump read, and whether every attempt was interrupted.
+    private struct Dumped<Value> {
+        var values: [Value]
+        /// The request, when its last attempt was interrupted too.
+        var interruptedRequest: String?
+    }
+
+    private func consistent<Value>(_ dumped: Dumped<Value>) throws(NetlinkError) -> [Value] {
+        if let request = dumped.interruptedRequest {
+            throw .dumpKeptChanging(request: request, attempts: max(1, maximumAttempts))
+        }
+        return dumped.values
+    }
+
+    private func readLinks() throws(NetlinkError) -> Dumped<NetlinkLink> {
+        let dumped = try dump(type: Kernel.RTM_GETLINK, family: 0, name: "RTM_GETLINK")
+        return Dumped(
+            values: dumped.values.compactMap { message in
+                if case .newLink(let link) = message { return link }
+                return nil
+            }, interruptedRequest: dumped.interruptedRequest)
+    }
+
+    private func readAddresses() throws(NetlinkError) -> Dumped<NetlinkAddress> {
+        let dumped = try dump(type: Kernel.RTM_GETADDR, family: 0, name: "RTM_GETADDR")
+        return Dumped(
+            values: dumped.values.compactMap { message in
+                if case .newAddress(let address) = message { return address }
+                return nil
+            }, interruptedRequest: dumped.interruptedRequest)
+    }
+
+    private func readRoutes(family: AddressFamily?) throws(NetlinkError) -> Dumped<NetlinkRoute> {
+        var routes = Dumped<NetlinkRoute>(values: [])
+        for family in family.map({ [$0] }) ?? AddressFamily.allCases {
+            let dumped = try dump(type: Kernel.RTM_GETROUTE, family: family.kernelValue, name: "RTM_GETROUTE")
+            for case .newRoute(let route) in dumped.values where route.table == Kernel.RT_TABLE_MAIN {
+                routes.values.append(route)
             }
+            routes.interruptedRequest = routes.interruptedRequest ?? dumped.interruptedRequest
         }
         return routes
     }
 
-    /// Links, addresses and main-table routes.
-    public func snapshot() throws(NetlinkError) -> NetlinkSnapshot {
-        NetlinkSnapshot(links: try links(), addresses: try addresses(), routes: try routes())
-    }
-
-    private func dump(type: UInt16, family: UInt8, name: String) throws(NetlinkError) -> [RouteMessage] {
+    /// The dump's messages: of the first attempt the kernel did not interrupt, else of the last attempt (with the
+    /// request named).
+    private func dump(type: UInt16, family: UInt8, name: String) throws(NetlinkError) -> Dumped<RouteMessage> {
         let socket: NetlinkSocket
         do {
             socket = try NetlinkSocket(nonBlocking: false)
         } catch {
             throw .system(error)
         }
+        var messages: [RouteMessage] = []
         for attempt in 1...max(1, maximumAttempts) {
             let sequence = UInt32(attempt)
             do {
@@ -103,7 +153,7 @@ public struct RouteDumper: Sendable {
             } catch {
                 throw .system(error)
             }
-            var messages: [RouteMessage] = []
+            messages = []
             var interrupted = false
             receiving: while true {
                 let received: Received
@@ -135,9 +185,9 @@ public struct RouteDumper: Sendable {
                 }
             }
             if !interrupted {
-                return messages
+                return Dumped(values: messages)
             }
         }
-        throw .dumpKeptChanging(request: name, attempts: maximumAttempts)
+        return Dumped(values: messages, interruptedRequest: name)
     }
 }

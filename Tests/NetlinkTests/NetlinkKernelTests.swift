@@ -162,4 +162,46 @@ struct NetlinkKernelTests {
         }
         #expect(overflowed, "received \(received) messages without an overflow being reported")
     }
+
+    @Test("an address dump the kernel interrupts on every try: addresses() throws, snapshot() keeps it and names it")
+    func changingDumpIsKept() throws {
+        try ipBatch(["link add churn0 type veth peer name churn0p", "link add churn1 type veth peer name churn1p"])
+        defer { _ = try? ipBatch(["link del churn0", "link del churn1"]) }
+        // Enough addresses that a dump takes several reads, and another link's address coming and going meanwhile.
+        try ipBatch((0..<2_000).map { "addr add 10.\($0 / 250).\($0 % 250).1/32 dev churn0" })
+        let churn = Process()
+        churn.executableURL = URL(fileURLWithPath: "/bin/sh")
+        churn.arguments = [
+            "-c", "while :; do ip addr add 192.0.2.1/32 dev churn1; ip addr del 192.0.2.1/32 dev churn1; done",
+        ]
+        try churn.run()
+        func stopChurn() {
+            guard churn.isRunning else { return }
+            churn.terminate()
+            churn.waitUntilExit()
+        }
+        defer { stopChurn() }
+        let dumper = RouteDumper(maximumAttempts: 1)
+        var thrown: NetlinkError?
+        var kept: NetlinkSnapshot?
+        for _ in 0..<500 where thrown == nil || kept == nil {
+            do {
+                _ = try dumper.addresses()
+            } catch {
+                thrown = error
+            }
+            let snapshot = try dumper.snapshot()
+            if !snapshot.changedWhileRead.isEmpty { kept = snapshot }
+        }
+        #expect(thrown == .dumpKeptChanging(request: "RTM_GETADDR", attempts: 1))
+        let snapshot = try #require(kept, "500 snapshots while an address came and went, none interrupted")
+        #expect(snapshot.changedWhileRead == ["RTM_GETADDR"])
+        #expect(snapshot.links.contains { $0.name == "churn0" })
+        #expect(snapshot.addresses.count > 100, "the last reading is kept, not dropped")
+        stopChurn()
+        // Quiet again: consistent, and every address is there.
+        let quiet = try RouteDumper().snapshot()
+        #expect(quiet.changedWhileRead.isEmpty)
+        #expect(quiet.addresses.filter { $0.cidr.hasPrefix("10.") }.count == 2_000)
+    }
 }

@@ -119,6 +119,8 @@ public enum KernelValues {
                 links[index]?.defaultRoutes.append(value)
             }
         }
-        return Snapshot(links: links.values.sorted { $0.index < $1.index }, devices: devices.map(device))
+        return Snapshot(
+            links: links.values.sorted { $0.index < $1.index }, devices: devices.map(device),
+            changedWhileRead: dump.changedWhileRead)
     }
 }
