@@ -3,6 +3,7 @@
 //
 //   - the memory the model holds per link (the resident set after the model is built less before);
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
+//   - the same while a resync reads the state: 10,000 address events held for the snapshot (the limit);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models;
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
@@ -128,6 +129,22 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
                 previous = model
             }
         }
+    // A resync in progress holds each event until the snapshot is in, the previous model kept as the loop keeps it.
+    let resyncing = Session.update(current, .monitorOverflowed(source: .netlink)).model ?? current
+    let held = (0..<Session.bufferLimit).map { number in
+        Event.addressAdded(
+            index: Int32(number % size) + 1,
+            LinkAddress(family: .ipv4, address: "10.\(number / 250 % 250).\(number % 250).1", prefixLength: 32))
+    }
+    let buffering = measure(per: held.count) {
+        var model = resyncing
+        var previous = model
+        for event in held {
+            previous = model
+            model = Session.update(previous, event).model ?? previous
+        }
+        precondition(model.buffered.count == held.count, "the events were not held")
+    }
     current = models.last ?? current
     var listReply: [UInt8] = []
     let list = measure {
@@ -172,7 +189,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         (
             "\(size) links",
             [
-                String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.1f", noted),
+                String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.2f", buffering),
+                String(format: "%.1f", noted),
                 String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
                 String(format: "%.2f", relist / 1_000),
                 String(format: "%.1f (%d KB)", firstState / 1_000, stateBytes / 1_000),
@@ -186,7 +204,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     _ = reportBytes
 }
 let titles = [
-    "resident memory per link (bytes)", "session update per event (µs)", "change report per event, noted (µs)",
+    "resident memory per link (bytes)", "session update per event (µs)",
+    "session update per event held during a resync (µs)", "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
     "ListLinks reply after one link changed (ms)", "Monitor's first reply, every link and device (ms)",
     "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",

@@ -30,7 +30,7 @@ extension Transition {
             resumeDebounces()
             dispatchAfterResync()
             if wasReread {
-                log(.info, .reread, "Read links and devices again: \(statusLine)")
+                log(.notice, .reread, "Read links and devices again: \(statusLine)")
             } else {
                 log(
                     .notice, .resynced, "Re-read the state after lost events: \(statusLine)",

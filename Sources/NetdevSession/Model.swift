@@ -92,7 +92,7 @@ public struct Model: Codable, Sendable, Equatable {
     /// How many devices each subsystem has, kept as devices change: no report counts them over again.
     public private(set) var deviceCounts: [String: Int]
     /// Events that arrived while enumerating or resyncing, replayed on the snapshot, in order.
-    public var buffered: [Event]
+    public var buffered: EventBuffer
     /// The generation of the enumeration being waited for; older answers are ignored.
     public var enumerationGeneration: Int
     /// How many readings in a row the kernel kept changing while they were read (``Snapshot/changedWhileRead``);
@@ -251,7 +251,7 @@ public struct Model: Codable, Sendable, Equatable {
         online = OnlineTally(links: storedLinks.values, configuration: storedConfiguration)
         storedDevices = try container.decode(TreeDictionary<String, Device>.self, forKey: .devices)
         deviceCounts = Self.counts(of: storedDevices)
-        buffered = try container.decode([Event].self, forKey: .buffered)
+        buffered = try container.decode(EventBuffer.self, forKey: .buffered)
         enumerationGeneration = try container.decode(Int.self, forKey: .enumerationGeneration)
         reloadPending = try container.decode(Bool.self, forKey: .reloadPending)
         reloadInFlight = try container.decode(Bool.self, forKey: .reloadInFlight)

@@ -148,4 +148,54 @@ extension BadDaysKernelTests {
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus() == 0)
     }
+
+    @Test("a start while the kernel keeps changing addresses: ready at once, reads again, then equals the kernel")
+    func startWhileAddressesChange() throws {
+        try ipBatch([
+            "link add ch0 type veth peer name ch0p", "link add ch1 type veth peer name ch1p", "link set ch0 up",
+            "link set ch0p up",
+        ])
+        defer { _ = try? ipBatch(["link del ch0", "link del ch1"]) }
+        // 4,000 addresses take an address dump several reads; another link's address comes and goes meanwhile,
+        // thousands of times a second, so each of a start's tries is interrupted.
+        try ipBatch((0..<4_000).map { "addr add 10.\($0 / 250).\($0 % 250).1/32 dev ch0" })
+        let batch = FileManager.default.temporaryDirectory.appendingPathComponent("netdevd-churn-\(getpid())").path
+        try (0..<500).map { _ in "addr add 192.0.2.1/32 dev ch1\naddr del 192.0.2.1/32 dev ch1\n" }.joined()
+            .write(toFile: batch, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: batch) }
+        let churn = Process()
+        churn.executableURL = URL(fileURLWithPath: "/bin/sh")
+        churn.arguments = ["-c", "while :; do ip -batch \(batch); done"]
+        try churn.run()
+        func stopChurn() {
+            guard churn.isRunning else { return }
+            churn.terminate()
+            churn.waitUntilExit()
+        }
+        defer { stopChurn() }
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil, "not ready while an address kept changing")
+        let kept = try journal(of: daemon, "MESSAGE_ID", MessageKind.changedWhileRead.id) { !$0.isEmpty }
+        #expect(churn.isRunning)
+        stopChurn()
+        #expect(!kept.isEmpty, "no reading was kept while the kernel changed it")
+        // Once the kernel is quiet, the next reading is consistent (within 30 s, the longest wait) and equal to it.
+        let again = try journal(of: daemon, "MESSAGE_ID", MessageKind.reread.id) { $0.count >= kept.count }
+        var last: (known: [String], actual: [String]) = ([], [])
+        let converged = waitUntil(timeout: 40) {
+            guard let known = Self.known(daemon), let actual = try? Self.actual(subsystems: []) else { return false }
+            last = (known.links + known.addresses, actual.links + actual.addresses)
+            return last.known == last.actual
+        }
+        let failed = try run(
+            "journalctl", "--no-pager", "--all", "-o", "cat", "_PID=\(daemon.process.processIdentifier)",
+            "MESSAGE_ID=\(MessageKind.enumerationFailed.id)")
+        print("startWhileAddressesChange: \(kept.count) readings kept, \(again.count) read again; equal: \(converged)")
+        #expect(failed.isEmpty, "a reading failed: \(failed)")
+        let onlyKnown = Set(last.known).subtracting(last.actual).sorted().prefix(10)
+        let onlyActual = Set(last.actual).subtracting(last.known).sorted().prefix(10)
+        #expect(converged, "drift: netdevd only \(onlyKnown), the kernel only \(onlyActual)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
 }

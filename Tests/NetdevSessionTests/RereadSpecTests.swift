@@ -77,7 +77,7 @@ struct RereadSpecTests {
                     .notice, .onlineStateChanged, "Online state is now online (was offline)",
                     [LogField("NETDEVD_ONLINE_STATE", "online"), LogField("NETDEVD_PREV_ONLINE_STATE", "offline")]),
                 .runHooks(online),
-                Fixture.log(.info, .reread, "Read links and devices again: 3 links (1 routable), 0 devices; online"),
+                Fixture.log(.notice, .reread, "Read links and devices again: 3 links (1 routable), 0 devices; online"),
                 .notify([.status("3 links (1 routable), 0 devices; online")]),
             ] + Self.keptLastReading(again: 2) + [.noteActivity([.linkStateChanged(index: 2)])]
         ) {
@@ -98,7 +98,7 @@ struct RereadSpecTests {
         store.send(
             .enumerated(generation: 3, snapshot: Snapshot(links: [Self.lo, Self.eth0, eth1], devices: [])),
             effects: [
-                Fixture.log(.info, .reread, "Read links and devices again: 3 links (1 routable), 0 devices; online"),
+                Fixture.log(.notice, .reread, "Read links and devices again: 3 links (1 routable), 0 devices; online"),
                 .notify([.status("3 links (1 routable), 0 devices; online")]),
             ]
         ) {
