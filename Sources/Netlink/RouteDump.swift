@@ -107,21 +107,23 @@ public struct RouteDumper: Sendable {
     }
 
     private func readLinks() throws(NetlinkError) -> Dumped<NetlinkLink> {
-        let dumped = try dump(type: Kernel.RTM_GETLINK, family: 0, name: "RTM_GETLINK")
-        return Dumped(
-            values: dumped.values.compactMap { message in
-                if case .newLink(let link) = message { return link }
-                return nil
-            }, interruptedRequest: dumped.interruptedRequest)
+        try read(Kernel.RTM_GETLINK, "RTM_GETLINK") { message in
+            if case .newLink(let link) = message { link } else { nil }
+        }
     }
 
     private func readAddresses() throws(NetlinkError) -> Dumped<NetlinkAddress> {
-        let dumped = try dump(type: Kernel.RTM_GETADDR, family: 0, name: "RTM_GETADDR")
-        return Dumped(
-            values: dumped.values.compactMap { message in
-                if case .newAddress(let address) = message { return address }
-                return nil
-            }, interruptedRequest: dumped.interruptedRequest)
+        try read(Kernel.RTM_GETADDR, "RTM_GETADDR") { message in
+            if case .newAddress(let address) = message { address } else { nil }
+        }
+    }
+
+    /// The values `pick` finds in the dump of `type` (both address families).
+    private func read<Value>(
+        _ type: UInt16, _ name: String, _ pick: (RouteMessage) -> Value?
+    ) throws(NetlinkError) -> Dumped<Value> {
+        let dumped = try dump(type: type, family: 0, name: name)
+        return Dumped(values: dumped.values.compactMap(pick), interruptedRequest: dumped.interruptedRequest)
     }
 
     private func readRoutes(family: AddressFamily?) throws(NetlinkError) -> Dumped<NetlinkRoute> {

@@ -127,3 +127,34 @@ public func waitUntil(timeout: Double = 5, _ condition: () throws -> Bool) rethr
     } while Date() < deadline
     return try condition()
 }
+
+/// An address added to and removed from `link` without end, thousands of times a second (`ip -batch` in a shell
+/// loop), until ``stop()``: changes that make the kernel mark every try of an address dump interrupted.
+public final class AddressChurn {
+    private let process = Process()
+    private let batch: String
+
+    /// Starts adding and removing `address` on `link`.
+    public init(link: String, address: String = "192.0.2.1/32") throws {
+        batch = FileManager.default.temporaryDirectory.appendingPathComponent("netdevd-churn-\(link)-\(getpid())").path
+        try String(repeating: "addr add \(address) dev \(link)\naddr del \(address) dev \(link)\n", count: 500)
+            .write(toFile: batch, atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "while :; do ip -batch \(batch); done"]
+        try process.run()
+    }
+
+    /// The loop still runs.
+    public var isRunning: Bool { process.isRunning }
+
+    /// Ends the loop and waits for it.
+    public func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: batch)
+    }
+
+    deinit { stop() }
+}

@@ -159,25 +159,13 @@ extension BadDaysKernelTests {
         // 4,000 addresses take an address dump several reads; another link's address comes and goes meanwhile,
         // thousands of times a second, so each of a start's tries is interrupted.
         try ipBatch((0..<4_000).map { "addr add 10.\($0 / 250).\($0 % 250).1/32 dev ch0" })
-        let batch = FileManager.default.temporaryDirectory.appendingPathComponent("netdevd-churn-\(getpid())").path
-        try (0..<500).map { _ in "addr add 192.0.2.1/32 dev ch1\naddr del 192.0.2.1/32 dev ch1\n" }.joined()
-            .write(toFile: batch, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: batch) }
-        let churn = Process()
-        churn.executableURL = URL(fileURLWithPath: "/bin/sh")
-        churn.arguments = ["-c", "while :; do ip -batch \(batch); done"]
-        try churn.run()
-        func stopChurn() {
-            guard churn.isRunning else { return }
-            churn.terminate()
-            churn.waitUntilExit()
-        }
-        defer { stopChurn() }
+        let churn = try AddressChurn(link: "ch1")
+        defer { churn.stop() }
         let daemon = try RunningDaemon()
         #expect(daemon.notify.receive(until: "READY=1") != nil, "not ready while an address kept changing")
         let kept = try journal(of: daemon, "MESSAGE_ID", MessageKind.changedWhileRead.id) { !$0.isEmpty }
         #expect(churn.isRunning)
-        stopChurn()
+        churn.stop()
         #expect(!kept.isEmpty, "no reading was kept while the kernel changed it")
         // Once the kernel is quiet, the next reading is consistent (within 30 s, the longest wait) and equal to it.
         let again = try journal(of: daemon, "MESSAGE_ID", MessageKind.reread.id) { $0.count >= kept.count }

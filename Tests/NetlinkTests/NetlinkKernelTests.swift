@@ -169,18 +169,8 @@ struct NetlinkKernelTests {
         defer { _ = try? ipBatch(["link del churn0", "link del churn1"]) }
         // Enough addresses that a dump takes several reads, and another link's address coming and going meanwhile.
         try ipBatch((0..<2_000).map { "addr add 10.\($0 / 250).\($0 % 250).1/32 dev churn0" })
-        let churn = Process()
-        churn.executableURL = URL(fileURLWithPath: "/bin/sh")
-        churn.arguments = [
-            "-c", "while :; do ip addr add 192.0.2.1/32 dev churn1; ip addr del 192.0.2.1/32 dev churn1; done",
-        ]
-        try churn.run()
-        func stopChurn() {
-            guard churn.isRunning else { return }
-            churn.terminate()
-            churn.waitUntilExit()
-        }
-        defer { stopChurn() }
+        let churn = try AddressChurn(link: "churn1")
+        defer { churn.stop() }
         let dumper = RouteDumper(maximumAttempts: 1)
         var thrown: NetlinkError?
         var kept: NetlinkSnapshot?
@@ -198,7 +188,7 @@ struct NetlinkKernelTests {
         #expect(snapshot.changedWhileRead == ["RTM_GETADDR"])
         #expect(snapshot.links.contains { $0.name == "churn0" })
         #expect(snapshot.addresses.count > 100, "the last reading is kept, not dropped")
-        stopChurn()
+        churn.stop()
         // Quiet again: consistent, and every address is there.
         let quiet = try RouteDumper().snapshot()
         #expect(quiet.changedWhileRead.isEmpty)
