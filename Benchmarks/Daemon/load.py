@@ -19,7 +19,9 @@ creates --links / 2 veth pairs (1,000 links by default; `make benchmark-daemon L
   - drift: netdevd's links and addresses against `ip -j link` and `ip -j addr` at the end of each phase (IPv6
     addresses still tentative left out: the kernel announces them once DAD ends, which takes a while at 20,000);
   - exec to READY=1 (sd_notify, on a socket of ours) with no links and with the burst's links present (once the
-    kernel's IPv6 addresses settled: how long that took), and how often each start read the kernel again;
+    kernel's IPv6 addresses settled: how long that took), and how often each start's reading failed or was kept
+    while the kernel changed it; then a start as every link goes down and up (READY=1, readings kept and read
+    again, drift once the kernel settled);
   - `netdevctl links` and `netdevctl links --json=short` wall time and netdevd's CPU per call at the burst's links;
   - the time until every link's hooks ran for its settled state, and how many of the links and their
     net devices got their link-added / device-added (and, on delete, -removed) run;

@@ -4,6 +4,7 @@
 //   - the memory the model holds per link (the resident set after the model is built less before);
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
 //   - the same while a resync reads the state: 10,000 address events held for the snapshot (the limit);
+//   - an address added to a link that holds 4,000 (a load balancer's addresses on one link);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models;
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
@@ -85,6 +86,11 @@ func model(links count: Int) -> Model {
         ?? start
 }
 
+/// The address numbered `number`, one of a load balancer's on one link.
+func vip(_ number: Int) -> LinkAddress {
+    LinkAddress(family: .ipv4, address: "10.\(number / 250 % 250).\(number % 250).1", prefixLength: 32)
+}
+
 var rows: [(String, [String])] = []
 for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let before = residentBytes()
@@ -132,9 +138,7 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     // A resync in progress holds each event until the snapshot is in, the previous model kept as the loop keeps it.
     let resyncing = Session.update(current, .monitorOverflowed(source: .netlink)).model ?? current
     let held = (0..<Session.bufferLimit).map { number in
-        Event.addressAdded(
-            index: Int32(number % size) + 1,
-            LinkAddress(family: .ipv4, address: "10.\(number / 250 % 250).\(number % 250).1", prefixLength: 32))
+        Event.addressAdded(index: Int32(number % size) + 1, vip(number))
     }
     let buffering = measure(per: held.count) {
         var model = resyncing
@@ -144,6 +148,18 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
             model = Session.update(previous, event).model ?? previous
         }
         precondition(model.buffered.count == held.count, "the events were not held")
+    }
+    // A link holding 4,000 addresses gets 20 more, each announced (the address compared with the link's others).
+    var loaded = current
+    for number in 0..<4_000 {
+        loaded = Session.update(loaded, Event.addressAdded(index: 1, vip(number))).model ?? loaded
+    }
+    let crowded = measure(per: 20) {
+        var model = loaded
+        for number in 4_000..<4_020 {
+            model = Session.update(model, .addressAdded(index: 1, vip(number))).model ?? model
+        }
+        precondition(model.links[1]?.addresses.count == 4_021, "the addresses were not added")
     }
     current = models.last ?? current
     var listReply: [UInt8] = []
@@ -190,7 +206,7 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
             "\(size) links",
             [
                 String(format: "%.0f", perLink), String(format: "%.1f", update), String(format: "%.2f", buffering),
-                String(format: "%.1f", noted),
+                String(format: "%.1f", crowded), String(format: "%.1f", noted),
                 String(format: "%.1f", whole), String(format: "%.1f (%d KB)", list / 1_000, listBytes / 1_000),
                 String(format: "%.2f", relist / 1_000),
                 String(format: "%.1f (%d KB)", firstState / 1_000, stateBytes / 1_000),
@@ -205,7 +221,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
 }
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)",
-    "session update per event held during a resync (µs)", "change report per event, noted (µs)",
+    "session update per event held during a resync (µs)", "an address added to a link with 4,000 (µs)",
+    "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
     "ListLinks reply after one link changed (ms)", "Monitor's first reply, every link and device (ms)",
     "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",

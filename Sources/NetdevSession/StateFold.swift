@@ -75,6 +75,20 @@ public enum StateFold {
     static func sameAddress(_ lhs: LinkAddress, _ rhs: LinkAddress) -> Bool {
         lhs.family == rhs.family && lhs.address == rhs.address && lhs.prefixLength == rhs.prefixLength
     }
+
+    /// What makes two addresses the same one (``sameAddress(_:_:)``), as a key: a link with thousands of addresses
+    /// (a load balancer's) is compared in one pass, not each address against every other.
+    struct AddressIdentity: Hashable {
+        let family: AddressFamily
+        let address: String
+        let prefixLength: Int
+
+        init(_ address: LinkAddress) {
+            family = address.family
+            self.address = address.address
+            prefixLength = address.prefixLength
+        }
+    }
 }
 
 /// Live state changes and what they announce: journal entries for every change, hook runs for link states,
@@ -216,15 +230,19 @@ extension Transition {
     private mutating func announceLinkChange(from old: Link, to link: Link, hooks: Bool) {
         let ignored = model.configuration.ignores(link.name)
         let priority: LogPriority = ignored ? .debug : .info
-        for address in link.addresses where !old.addresses.contains(where: { StateFold.sameAddress($0, address) }) {
-            log(
-                priority, .addressAdded, "\(link.name): address \(address.cidr) added",
-                linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
-        }
-        for address in old.addresses where !link.addresses.contains(where: { StateFold.sameAddress($0, address) }) {
-            log(
-                priority, .addressRemoved, "\(link.name): address \(address.cidr) removed",
-                linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
+        if old.addresses != link.addresses {
+            let before = Set(old.addresses.map(StateFold.AddressIdentity.init))
+            let after = Set(link.addresses.map(StateFold.AddressIdentity.init))
+            for address in link.addresses where !before.contains(StateFold.AddressIdentity(address)) {
+                log(
+                    priority, .addressAdded, "\(link.name): address \(address.cidr) added",
+                    linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
+            }
+            for address in old.addresses where !after.contains(StateFold.AddressIdentity(address)) {
+                log(
+                    priority, .addressRemoved, "\(link.name): address \(address.cidr) removed",
+                    linkFields(link) + [LogField(LogField.Name.address, address.cidr)])
+            }
         }
         for route in link.defaultRoutes where !old.defaultRoutes.contains(route) {
             log(
