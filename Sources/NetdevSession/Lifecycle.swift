@@ -107,8 +107,6 @@ extension Transition {
         if model.phase != .enumerating {
             model.phase = .resyncing
         }
-        model.buffered = []
-        model.enumerationGeneration += 1
         activity.append(.eventsLost(source: source))
         log(
             .warning, .resyncStarted, "The \(source.rawValue) monitor lost events; re-reading links and devices",
@@ -117,6 +115,14 @@ extension Transition {
                 LogField(LogField.Name.resyncs, String(model.counters.resyncs)),
             ]
         )
+        readEverything()
+    }
+
+    /// Starts reading links and devices under a new generation, so an answer to an older reading is ignored; what
+    /// was held for that one is dropped (the new snapshot is newer).
+    private mutating func readEverything() {
+        model.buffered = []
+        model.enumerationGeneration += 1
         effects.append(
             .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
     }
@@ -147,16 +153,10 @@ extension Transition {
             model.phase = .resyncing
             model.rereading = true
             stateTouched = true
-            model.buffered = []
-            model.enumerationGeneration += 1
-            effects.append(
-                .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
+            readEverything()
         case .retryEnumeration:
             guard model.phase == .enumerating || model.phase == .resyncing else { return }
-            model.enumerationGeneration += 1
-            model.buffered = []
-            effects.append(
-                .enumerate(generation: model.enumerationGeneration, subsystems: model.configuration.trackedSubsystems))
+            readEverything()
         }
     }
 
@@ -213,16 +213,11 @@ extension Transition {
         if subsystemsChanged && (model.phase == .running) {
             model.phase = .resyncing
             model.counters.resyncs += 1
-            model.enumerationGeneration += 1
-            effects.append(
-                .enumerate(generation: model.enumerationGeneration, subsystems: configuration.trackedSubsystems))
+            readEverything()
         } else if subsystemsChanged && (model.phase == .resyncing || model.phase == .enumerating) {
             // The enumeration in flight reads (and filters uevents to) the old subsystems: start it again with the
             // new ones; its snapshot is newer than anything buffered.
-            model.enumerationGeneration += 1
-            model.buffered = []
-            effects.append(
-                .enumerate(generation: model.enumerationGeneration, subsystems: configuration.trackedSubsystems))
+            readEverything()
         }
     }
 

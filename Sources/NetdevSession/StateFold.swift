@@ -73,11 +73,11 @@ public enum StateFold {
 
     /// Addresses are the same address when family, text and prefix agree (flags and scope may change).
     static func sameAddress(_ lhs: LinkAddress, _ rhs: LinkAddress) -> Bool {
-        lhs.family == rhs.family && lhs.address == rhs.address && lhs.prefixLength == rhs.prefixLength
+        AddressIdentity(lhs) == AddressIdentity(rhs)
     }
 
-    /// What makes two addresses the same one (``sameAddress(_:_:)``), as a key: a link with thousands of addresses
-    /// (a load balancer's) is compared in one pass, not each address against every other.
+    /// What makes two addresses the same one (family, address, prefix; not scope or flags), as a key: a link with
+    /// thousands of addresses (a load balancer's) is compared in one pass, not each address against every other.
     struct AddressIdentity: Hashable {
         let family: AddressFamily
         let address: String
