@@ -1,4 +1,6 @@
 internal import CUdev
+import Dispatch
+import Locking
 public import SystemSupport
 
 #if canImport(Glibc)
@@ -15,22 +17,49 @@ public struct UdevEnumerator: Sendable {
     ///
     /// With subsystems, the devices are found as udev's enumerator finds them (the entries of `/sys/class/NAME`
     /// and `/sys/bus/NAME/devices`, links into `/sys/devices`) but without its path walk per device, which opens
-    /// every component of every path (about 30 opens per device; 70 ms for 1,000 devices). They are read by the
-    /// calling thread: netdevd dumps rtnetlink on another at the same time, and with a second reader the three
-    /// threads met on the heap's lock (netdevd keeps one malloc arena), a thousand times per start in some runs,
-    /// which then took 90-100 ms rather than 50-55 (with one reader, 62-75 ms and less CPU in every run).
+    /// every component of every path (about 30 opens per device; 70 ms for 1,000 devices); network devices are read
+    /// by ``NetDeviceReader``, the others by libudev. Below 4,000 devices they are read by the calling thread
+    /// (netdevd dumps rtnetlink on another at the same time; at 1,000 links a second reader met the others on the
+    /// heap's lock, netdevd keeping one malloc arena, and the start took 90-100 ms rather than 50-55). From 4,000,
+    /// two threads read half each: at 20,000 links, READY=1 came 0.58-0.65 s after the start rather than 0.79-0.86.
     public func devices(subsystems: [String] = []) throws(SystemCallError) -> [UdevDevice] {
-        guard !subsystems.isEmpty else { return try enumeratedByLibudev() }
-        return try Self.read(Self.syspaths(subsystems: subsystems))
+        try devices(subsystems: subsystems, twoReadersFrom: 4_000)
     }
 
-    /// The devices at `paths`, read with a libudev context made for them.
-    private static func read(_ paths: [String]) throws(SystemCallError) -> [UdevDevice] {
-        guard let context = udev_new() else { throw SystemCallError("udev", operation: "udev_new", errno: errno) }
-        defer { udev_unref(context) }
+    /// ``devices(subsystems:)``, read by two threads from `twoReadersFrom` devices on.
+    func devices(subsystems: [String], twoReadersFrom: Int) throws(SystemCallError) -> [UdevDevice] {
+        guard !subsystems.isEmpty else { return try enumeratedByLibudev() }
+        let paths = Self.syspaths(subsystems: subsystems)
+        guard paths.count >= twoReadersFrom else { return try Self.read(paths[...]) }
+        let halves = [paths[..<(paths.count / 2)], paths[(paths.count / 2)...]]
+        let read = Locked(Array(repeating: Result<[UdevDevice], SystemCallError>.success([]), count: halves.count))
+        DispatchQueue.concurrentPerform(iterations: halves.count) { half in
+            let result = Result { () throws(SystemCallError) in try Self.read(halves[half]) }
+            read.withLock { $0[half] = result }
+        }
+        var devices: [UdevDevice] = []
+        devices.reserveCapacity(paths.count)
+        for result in read.withLock({ $0 }) { devices += try result.get() }
+        return devices
+    }
+
+    /// The devices at `paths`: network devices by ``NetDeviceReader``, every other (and any it cannot read) with a
+    /// libudev context made for them.
+    private static func read(_ paths: ArraySlice<String>) throws(SystemCallError) -> [UdevDevice] {
+        let reader = NetDeviceReader()
+        var context: OpaquePointer?
+        defer { if let context { udev_unref(context) } }
         var devices: [UdevDevice] = []
         devices.reserveCapacity(paths.count)
         for path in paths {
+            if let device = reader.device(at: path) {
+                devices.append(device)
+                continue
+            }
+            if context == nil {
+                context = udev_new()
+                guard context != nil else { throw SystemCallError("udev", operation: "udev_new", errno: errno) }
+            }
             if let device = udev_device_new_from_syspath(context, path) {
                 devices.append(UdevDevice(copying: device))
                 udev_device_unref(device)

@@ -1,5 +1,6 @@
 import Foundation
 import KernelTestSupport
+import SystemSupport
 import Testing
 
 @testable import Udev
@@ -90,6 +91,47 @@ struct UdevKernelTests {
         #expect(ours.filter { $0.sysname.hasPrefix("uenum") }.count == 100)
         #expect(ours.map(\.syspath) == libudev.map(\.syspath))
         #expect(ours == libudev)
+        // Read by two threads (as from 4,000 devices), the same devices in the same order.
+        #expect(try UdevEnumerator().devices(subsystems: subsystems, twoReadersFrom: 2) == ours)
+    }
+
+    @Test("every network device is read as libudev reads it (veth, bridge, VXLAN, tap), with udev's database")
+    func netDevicesMatchLibudev() throws {
+        try ipBatch([
+            "link add urd0 type veth peer name urd1", "link add urdbr0 type bridge",
+            "link add urdvx5 type vxlan id 5 dstport 4789", "tuntap add dev urdtap0 mode tap",
+        ])
+        defer {
+            _ = try? ipBatch(["link del urd0", "link del urdvx5", "link del urdbr0", "tuntap del dev urdtap0 mode tap"])
+        }
+        _ = try? run("udevadm", "settle", "-t", "10")
+        let libudev = Dictionary(
+            try UdevEnumerator().enumeratedByLibudev(subsystems: ["net"]).map { ($0.syspath, $0) },
+            uniquingKeysWith: { first, _ in first })
+        let reader = NetDeviceReader()
+        var read = 0
+        for path in UdevEnumerator.syspaths(subsystems: ["net"]) where libudev[path] != nil {
+            let ours = reader.device(at: path)
+            #expect(ours.map(Self.tagsSorted) == libudev[path].map(Self.tagsSorted), "\(path)")
+            read += ours == nil ? 0 : 1
+        }
+        #expect(read == libudev.count && read >= 6)
+        #expect(Set(libudev.values.compactMap(\.devtype)).isSuperset(of: ["bridge", "vxlan"]))
+        #expect(libudev.values.contains { $0.properties["ID_NET_DRIVER"] == "veth" && $0.properties["TAGS"] != nil })
+    }
+
+    /// libudev joins tags and device links in its hash tables' order, which changes from process to process.
+    private static func tagsSorted(_ device: UdevDevice) -> UdevDevice {
+        var device = device
+        var properties = device.properties.dictionary
+        for (key, separator) in [("TAGS", ":"), ("CURRENT_TAGS", ":"), ("DEVLINKS", " ")] {
+            guard let value = properties[key] else { continue }
+            let sorted = value.split(separator: Character(separator)).map(String.init).sorted()
+            properties[key] =
+                separator == ":" ? ":" + sorted.joined(separator: ":") + ":" : sorted.joined(separator: " ")
+        }
+        device.properties = DeviceProperties(properties)
+        return device
     }
 
     @Test(
