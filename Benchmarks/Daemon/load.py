@@ -502,6 +502,17 @@ def reading_retries(pid):
     return entries_of(pid, "4d0b1a6f8e2c4b7e9a31c5d2e7f80a08")
 
 
+def read_times(pid):
+    """`310 / 620`: how long netdevd `pid`'s start took to read rtnetlink and udev's devices (ms), as it journaled."""
+    output = subprocess.run(
+        ["journalctl", "--no-pager", f"_PID={pid}", "MESSAGE_ID=4d0b1a6f8e2c4b7e9a31c5d2e7f80a01", "-o", "json"],
+        capture_output=True, text=True).stdout
+    for line in output.splitlines():
+        entry = json.loads(line)
+        return f"{entry.get('NETDEVD_KERNEL_READ_MSEC', '?')} / {entry.get('NETDEVD_DEVICES_READ_MSEC', '?')}"
+    return "? / ?"
+
+
 KEPT_WHILE_CHANGING = "4d0b1a6f8e2c4b7e9a31c5d2e7f80a09"
 READ_AGAIN = "4d0b1a6f8e2c4b7e9a31c5d2e7f80a0a"
 
@@ -536,10 +547,12 @@ def start_under_churn(figures, binary, workdir, hooks_dir, ctl):
         cpu, _ = proc_stat(churned.pid)
         kept, again = entries_of(churned.pid, KEPT_WHILE_CHANGING), entries_of(churned.pid, READ_AGAIN)
         failed = reading_retries(churned.pid)
+        took = read_times(churned.pid)
     finally:
         churned.stop()
     label = f"a start as {size()} go down and up"
     figures[f"{label}: exec to READY=1 (ms)"] = round(ready * 1000, 1)
+    figures[f"{label}: its reading of rtnetlink / udev (ms)"] = took
     figures[f"{label}: readings kept while the kernel changed them / read again / failed"] = (
         f"{kept} / {again} / {failed}")
     figures[f"{label}: the kernel settled after (s); netdevd's CPU by then (s)"] = (
@@ -1020,7 +1033,7 @@ def main():
                 # figures of their own.
                 figures["before the starts: the kernel's IPv6 addresses settled after (s)"] = round(
                     wait_for_settled_addresses(), 1)
-                retries = []
+                retries, reads = [], []
                 starts, starts_cpu = [], []
                 udevd = own_netns_pids("systemd-udevd")
                 # What else ran on the machine meanwhile: a start reads the state with two threads, so another busy
@@ -1042,11 +1055,13 @@ def main():
                         second.stop()
                     retries.append(
                         f"{reading_retries(second.pid)}, {entries_of(second.pid, KEPT_WHILE_CHANGING)}")
+                    reads.append(read_times(second.pid))
                 figures[f"exec to READY=1 with {size()} (ms, median of 3 starts)"] = round(
                     statistics.median(starts) * 1000, 1)
                 figures[f"exec to READY=1 with {size()}, each start (ms)"] = " / ".join(
                     f"{start * 1000:.1f}" for start in starts)
                 figures["each start's readings failed, kept while the kernel changed them"] = " / ".join(retries)
+                figures["each start's reading of rtnetlink / udev, at the same time (ms)"] = ", ".join(reads)
                 figures["the three starts: wall / machine's busy CPU / theirs / journald's / udevd's / the main netdevd's (s)"] = (
                     f"{time.monotonic() - starts_began:.2f} / {machine_busy() - machine_before:.2f} / "
                     f"{sum(starts_cpu):.2f} / {sum(proc_stat(p)[0] for p in journald) - journald_before:.2f} / "

@@ -55,16 +55,19 @@ public struct Snapshot: Codable, Sendable, Equatable {
     /// What the kernel kept changing while it was read (`RTM_GETADDR`, ...): the snapshot holds the last reading of
     /// it, which may lack an entry that did not change, so the session reads again later. Empty when consistent.
     public var changedWhileRead: [String]
+    /// How long the reading took, when the adapter measured it: said in the journal, never decides anything.
+    public var readTimes: ReadTimes?
 
     /// A snapshot.
-    public init(links: [Link], devices: [Device], changedWhileRead: [String] = []) {
+    public init(links: [Link], devices: [Device], changedWhileRead: [String] = [], readTimes: ReadTimes? = nil) {
         self.links = links
         self.devices = devices
         self.changedWhileRead = changedWhileRead
+        self.readTimes = readTimes
     }
 
     private enum CodingKeys: String, CodingKey {
-        case links, devices, changedWhileRead
+        case links, devices, changedWhileRead, readTimes
     }
 
     /// Decodes a snapshot; one recorded before ``changedWhileRead`` existed was consistent.
@@ -73,6 +76,22 @@ public struct Snapshot: Codable, Sendable, Equatable {
         links = try container.decode([Link].self, forKey: .links)
         devices = try container.decode([Device].self, forKey: .devices)
         changedWhileRead = try container.decodeIfPresent([String].self, forKey: .changedWhileRead) ?? []
+        readTimes = try container.decodeIfPresent(ReadTimes.self, forKey: .readTimes)
+    }
+}
+
+/// How long a snapshot's two readings took (they run at the same time): so an operator of a large host sees where
+/// a start's time went.
+public struct ReadTimes: Codable, Sendable, Equatable {
+    /// The rtnetlink dumps: links, addresses, routes.
+    public var kernelMilliseconds: Int
+    /// udev's devices of the tracked subsystems.
+    public var devicesMilliseconds: Int
+
+    /// The two durations, in milliseconds.
+    public init(kernelMilliseconds: Int, devicesMilliseconds: Int) {
+        self.kernelMilliseconds = kernelMilliseconds
+        self.devicesMilliseconds = devicesMilliseconds
     }
 }
 

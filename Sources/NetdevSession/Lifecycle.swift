@@ -25,16 +25,17 @@ extension Transition {
         model.buffered = []
         model.phase = model.reloadInFlight ? .reloading : .running
         model.isEnumerated = true
+        let (took, times) = Self.readTimes(snapshot.readTimes)
         if wasResync {
             announceChanges(from: previous, hooks: true)
             resumeDebounces()
             dispatchAfterResync()
             if wasReread {
-                log(.notice, .reread, "Read links and devices again: \(statusLine)")
+                log(.notice, .reread, "Read links and devices again: \(statusLine)\(took)", times)
             } else {
                 log(
-                    .notice, .resynced, "Re-read the state after lost events: \(statusLine)",
-                    [LogField(LogField.Name.resyncs, String(model.counters.resyncs))]
+                    .notice, .resynced, "Re-read the state after lost events: \(statusLine)\(took)",
+                    [LogField(LogField.Name.resyncs, String(model.counters.resyncs))] + times
                 )
             }
             effects.append(.notify([.status(statusLine)]))
@@ -47,8 +48,8 @@ extension Transition {
                 )
             }
             log(
-                .notice, .started, "netdevd started: \(statusLine)",
-                [LogField(LogField.Name.onlineState, model.onlineState.rawValue)]
+                .notice, .started, "netdevd started: \(statusLine)\(took)",
+                [LogField(LogField.Name.onlineState, model.onlineState.rawValue)] + times
             )
             effects.append(.notify([.ready, .status(statusLine)]))
             dispatchAtStart()
@@ -58,6 +59,19 @@ extension Transition {
             model.reloadPending = false
             beginReload(by: "a request made while enumerating")
         }
+    }
+
+    /// What a reading's journal entry says of how long it took (`; read in 310 ms (rtnetlink), 620 ms (udev)`), and its
+    /// fields; nothing when it was not measured.
+    private static func readTimes(_ times: ReadTimes?) -> (text: String, fields: [LogField]) {
+        guard let times else { return ("", []) }
+        return (
+            "; read in \(times.kernelMilliseconds) ms (rtnetlink), \(times.devicesMilliseconds) ms (udev)",
+            [
+                LogField(LogField.Name.kernelReadMilliseconds, String(times.kernelMilliseconds)),
+                LogField(LogField.Name.devicesReadMilliseconds, String(times.devicesMilliseconds)),
+            ]
+        )
     }
 
     /// A snapshot the kernel kept changing while it was read may lack an entry that did not change (the changes

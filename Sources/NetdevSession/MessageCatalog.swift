@@ -282,6 +282,10 @@ public struct LogField: Codable, Sendable, Equatable {
         public static let phase = "NETDEVD_PHASE"
         /// How many resyncs happened so far.
         public static let resyncs = "NETDEVD_RESYNCS"
+        /// How long a reading's rtnetlink dumps took, in milliseconds.
+        public static let kernelReadMilliseconds = "NETDEVD_KERNEL_READ_MSEC"
+        /// How long a reading's udev devices took, in milliseconds.
+        public static let devicesReadMilliseconds = "NETDEVD_DEVICES_READ_MSEC"
         /// Which monitor overflowed.
         public static let monitor = "NETDEVD_MONITOR"
         /// A configuration file.

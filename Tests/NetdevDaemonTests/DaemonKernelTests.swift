@@ -73,6 +73,23 @@ struct DaemonKernelTests {
         #expect(daemon.exitStatus() == 0)
     }
 
+    @Test("the started entry says how long reading rtnetlink and udev's devices took, in its message and fields")
+    func startSaysHowLongItRead() throws {
+        let daemon = try RunningDaemon(configuration: "")
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let started = try journal(of: daemon, "MESSAGE_ID", MessageKind.started.id) { !$0.isEmpty }.first
+        let kernel = (started?["NETDEVD_KERNEL_READ_MSEC"] as? String).flatMap { Int($0) }
+        let devices = (started?["NETDEVD_DEVICES_READ_MSEC"] as? String).flatMap { Int($0) }
+        #expect(kernel != nil && devices != nil, "\(String(describing: started))")
+        if let kernel, let devices {
+            #expect(
+                (started?["MESSAGE"] as? String)?.hasSuffix("; read in \(kernel) ms (rtnetlink), \(devices) ms (udev)")
+                    == true)
+        }
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+
     @Test("a misspelt key at start: netdevd runs (READY=1) and says it once, with file, line and the key meant")
     func typoAtStart() throws {
         let daemon = try RunningDaemon(configuration: "[Online]\nRequiredInterface=eth0\n")

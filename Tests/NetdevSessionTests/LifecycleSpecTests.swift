@@ -97,13 +97,19 @@ struct LifecycleSpecTests {
         }
         store.sendIgnored(.enumerationFailed(generation: 1, reason: "late"))
         store.sendIgnored(.enumerated(generation: 1, snapshot: Snapshot(links: [Self.eth0], devices: [])))
+        // The entry says how long the two readings took, when the adapter measured it.
+        let took = ReadTimes(kernelMilliseconds: 310, devicesMilliseconds: 620)
         store.send(
-            .enumerated(generation: 2, snapshot: Snapshot(links: [Self.lo], devices: [])),
+            .enumerated(generation: 2, snapshot: Snapshot(links: [Self.lo], devices: [], readTimes: took)),
             effects: [
                 Fixture.log(.info, .linkAdded, "lo: carrier (127.0.0.1/8)", Fixture.fields(Self.lo)),
                 Fixture.log(
-                    .notice, .started, "netdevd started: 1 link (0 routable), 0 devices; offline",
-                    [LogField("NETDEVD_ONLINE_STATE", "offline")]),
+                    .notice, .started,
+                    "netdevd started: 1 link (0 routable), 0 devices; offline; read in 310 ms (rtnetlink), 620 ms (udev)",
+                    [
+                        LogField("NETDEVD_ONLINE_STATE", "offline"), LogField("NETDEVD_KERNEL_READ_MSEC", "310"),
+                        LogField("NETDEVD_DEVICES_READ_MSEC", "620"),
+                    ]),
                 .notify([.ready, .status("1 link (0 routable), 0 devices; offline")]),
                 .noteActivity([.linkAdded(index: 1)]),
             ]
@@ -152,7 +158,9 @@ struct LifecycleSpecTests {
         store.send(
             .enumerated(
                 generation: 3,
-                snapshot: Snapshot(links: [Self.lo, Link(state: Self.eth0.state), eth1], devices: [])),
+                snapshot: Snapshot(
+                    links: [Self.lo, Link(state: Self.eth0.state), eth1], devices: [],
+                    readTimes: ReadTimes(kernelMilliseconds: 12, devicesMilliseconds: 0))),
             effects: [
                 Fixture.log(
                     .info, .addressAdded, "eth0: address 2001:db8::10/64 added",
@@ -163,8 +171,13 @@ struct LifecycleSpecTests {
                 Fixture.log(.info, .linkAdded, "eth1: added, carrier", Fixture.fields(eth1)),
                 .runHooks(added),
                 Fixture.log(
-                    .notice, .resynced, "Re-read the state after lost events: 3 links (1 routable), 0 devices; online",
-                    [LogField("NETDEVD_RESYNCS", "2")]),
+                    .notice, .resynced,
+                    "Re-read the state after lost events: 3 links (1 routable), 0 devices; online; read in 12 ms "
+                        + "(rtnetlink), 0 ms (udev)",
+                    [
+                        LogField("NETDEVD_RESYNCS", "2"), LogField("NETDEVD_KERNEL_READ_MSEC", "12"),
+                        LogField("NETDEVD_DEVICES_READ_MSEC", "0"),
+                    ]),
                 .notify([.status("3 links (1 routable), 0 devices; online")]),
                 .noteActivity([.linkAdded(index: 3)]),
             ]

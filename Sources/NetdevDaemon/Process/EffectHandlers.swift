@@ -91,24 +91,37 @@ struct EffectHandlers: Sendable {
 
     /// The netlink dump (links, then addresses, then routes) and the udev enumeration run at the same time: the
     /// time to READY=1 is the longer of the two, not their sum.
+    /// `duration` in whole milliseconds.
+    private static func milliseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds) * 1_000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+
     private static let udevEnumerationQueue = DispatchQueue(label: "netdevd.udev-enumeration")
 
     static func enumerate(generation: Int, subsystems: [String]) -> Event {
-        let devices = Locked<Result<[UdevDevice], SystemCallError>>(.success([]))
+        let devices = Locked<(Result<[UdevDevice], SystemCallError>, milliseconds: Int)>((.success([]), 0))
         let enumerated = DispatchGroup()
+        let clock = ContinuousClock()
         if !subsystems.isEmpty {
             udevEnumerationQueue.async(group: enumerated) {
-                let result = Result { () throws(SystemCallError) in try UdevEnumerator().devices(subsystems: subsystems)
+                let started = clock.now
+                let result = Result { () throws(SystemCallError) in
+                    try UdevEnumerator().devices(subsystems: subsystems)
                 }
-                devices.withLock { $0 = result }
+                let took = milliseconds(started.duration(to: clock.now))
+                devices.withLock { $0 = (result, took) }
             }
         }
+        let started = clock.now
         let dump = Result { () throws(NetlinkError) in try RouteDumper().snapshot() }
+        let dumpTook = started.duration(to: clock.now)
         enumerated.wait()
+        let (read, devicesTook) = devices.withLock { $0 }
         do {
-            return .enumerated(
-                generation: generation,
-                snapshot: KernelValues.snapshot(try dump.get(), devices: try devices.withLock { $0 }.get()))
+            var snapshot = KernelValues.snapshot(try dump.get(), devices: try read.get())
+            snapshot.readTimes = ReadTimes(
+                kernelMilliseconds: milliseconds(dumpTook), devicesMilliseconds: devicesTook)
+            return .enumerated(generation: generation, snapshot: snapshot)
         } catch let error as NetlinkError {
             return .enumerationFailed(generation: generation, reason: error.description)
         } catch {
