@@ -151,23 +151,23 @@ final class NetDeviceReader {
     }
 
     /// Everything `file` holds, up to ``fileLimit`` bytes (`nil` when there is more, or a read fails); closes it.
+    /// Read on the stack and copied at its size: a start reads two files per link on two threads, and netdevd's one
+    /// malloc arena is shared by them.
     private static func read(_ file: Int32) -> [UInt8]? {
         defer { close(file) }
-        var failed = false
-        let text = [UInt8](unsafeUninitializedCapacity: fileLimit) { buffer, count in
-            count = 0
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: fileLimit) { buffer -> [UInt8]? in
+            guard let start = buffer.baseAddress else { return nil }
+            var count = 0
             while count < buffer.count {
-                let got = Glibc.read(file, buffer.baseAddress! + count, buffer.count - count)
-                if got == 0 { return }
+                let got = Glibc.read(file, start + count, buffer.count - count)
+                if got == 0 { return Array(buffer[..<count]) }
                 if got < 0 {
                     if errno == EINTR { continue }
-                    failed = true
-                    return
+                    return nil
                 }
                 count += got
             }
-            failed = true
+            return nil
         }
-        return failed ? nil : text
     }
 }

@@ -91,12 +91,12 @@ struct EffectHandlers: Sendable {
 
     /// The netlink dump (links, then addresses, then routes) and the udev enumeration run at the same time: the
     /// time to READY=1 is the longer of the two, not their sum.
+    private static let udevEnumerationQueue = DispatchQueue(label: "netdevd.udev-enumeration")
+
     /// `duration` in whole milliseconds.
     private static func milliseconds(_ duration: Duration) -> Int {
         Int(duration.components.seconds) * 1_000 + Int(duration.components.attoseconds / 1_000_000_000_000_000)
     }
-
-    private static let udevEnumerationQueue = DispatchQueue(label: "netdevd.udev-enumeration")
 
     static func enumerate(generation: Int, subsystems: [String]) -> Event {
         let devices = Locked<(Result<[UdevDevice], SystemCallError>, milliseconds: Int)>((.success([]), 0))
