@@ -137,13 +137,7 @@ final class NetDeviceReader {
 
     /// The target of the symbolic link `name` in `directory`, or `nil` if there is none.
     private static func link(_ directory: Int32, _ name: String) -> [UInt8]? {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
-            guard let start = buffer.baseAddress else { return nil }
-            let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                readlinkat(directory, name, $0, buffer.count)
-            }
-            return count > 0 && count < buffer.count ? Array(buffer[..<count]) : nil
-        }
+        withSymbolicLinkTarget(name, in: directory) { Array($0) }
     }
 
     /// The contents of the file `name` in `directory`, or `nil` if it cannot be read whole.

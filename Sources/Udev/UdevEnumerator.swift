@@ -95,16 +95,11 @@ public struct UdevEnumerator: Sendable {
     /// `directory` is the directory `path` is in, without `.` and `..`. At 20,000 links this runs for every one as
     /// netdevd starts, so it works on the bytes: no buffer is zeroed, no path taken apart into strings.
     private static func resolve(_ path: String, against directory: [UInt8]) -> String {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
-            guard let start = buffer.baseAddress else { return path }
-            let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
-                readlink(path, $0, buffer.count - 1)
-            }
-            guard count > 0 else { return path }
-            let target = buffer[..<count]
-            let resolved = normalized(target, after: target.first == UInt8(ascii: "/") ? [] : directory)
-            return String(decoding: resolved.isEmpty ? [UInt8(ascii: "/")] : resolved, as: UTF8.self)
+        let resolved = withSymbolicLinkTarget(path) { target in
+            normalized(target, after: target.first == UInt8(ascii: "/") ? [] : directory)
         }
+        guard let resolved else { return path }
+        return String(decoding: resolved.isEmpty ? [UInt8(ascii: "/")] : resolved, as: UTF8.self)
     }
 
     /// The components of `path` appended to `base` (a path without a trailing slash, or empty for the root), with
@@ -195,5 +190,19 @@ extension UdevDevice {
             sequenceNumber: sequenceNumber == 0 ? nil : UInt64(sequenceNumber),
             properties: properties
         )
+    }
+}
+
+/// `body` given the target of the symbolic link at `path` (relative to `directory`, a descriptor, or to the working
+/// directory), read into a stack buffer and not copied; `nil` when `path` is no symbolic link or cannot be read.
+func withSymbolicLinkTarget<Result>(
+    _ path: String, in directory: Int32 = AT_FDCWD, _ body: (UnsafeBufferPointer<UInt8>) -> Result
+) -> Result? {
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
+        guard let start = buffer.baseAddress else { return nil }
+        let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+            readlinkat(directory, path, $0, buffer.count)
+        }
+        return count > 0 && count < buffer.count ? body(UnsafeBufferPointer(rebasing: buffer[..<count])) : nil
     }
 }
