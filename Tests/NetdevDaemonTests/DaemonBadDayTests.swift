@@ -113,6 +113,35 @@ struct DaemonBadDayTests {
         #expect(daemon.exitStatus(timeout: 20) == 0)
     }
 
+    @Test("4,000 links made, metrics read, the links deleted: the anonymous memory is back within 1.5 MiB of before")
+    func metricsReadLeavesNothing() throws {
+        let daemon = try RunningDaemon()
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let pid = daemon.process.processIdentifier
+        func linkCount() throws -> Int {
+            let reply = try VarlinkClient(path: daemon.socket).call("io.netdevd.ListLinks")
+            guard case .array(let links)? = reply["links"] else { return -1 }
+            return links.count
+        }
+        let idleLinks = try linkCount()
+        Thread.sleep(forTimeInterval: 1)
+        let before = try #require(anonymousMemoryKiB(pid))
+        let made = Result { try ipBatch((0..<2_000).map { "link add mlk\($0)a type veth peer name mlk\($0)b" }) }
+        defer { _ = try? ipBatch((0..<2_000).map { "link del mlk\($0)a" }) }
+        try made.get()
+        #expect(try waitUntil(timeout: 60) { try linkCount() == idleLinks + 4_000 }, "the 4,000 links were not listed")
+        let text = try VarlinkClient(path: daemon.socket).call("io.netdevd.GetMetrics")["text"]?.stringValue ?? ""
+        #expect(text.contains(#"netdevd_link_carrier{link="mlk1999b"}"#))
+        try ipBatch((0..<2_000).map { "link del mlk\($0)a" })
+        #expect(try waitUntil(timeout: 60) { try linkCount() == idleLinks }, "the 4,000 links were not all removed")
+        // The memory of the burst is given back after a second without events.
+        Thread.sleep(forTimeInterval: 3)
+        let after = try #require(anonymousMemoryKiB(pid))
+        #expect(after - before < 1_536, "anonymous memory \(before) KiB before, \(after) KiB after")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus(timeout: 20) == 0)
+    }
+
     @Test(
         "500 veth pairs into a small receive buffer: the resync is logged and the recorded session replays to the kernel's links"
     )

@@ -94,7 +94,17 @@ func journal(
 
 /// The daemon's peak resident memory in KiB (VmHWM).
 func peakMemoryKiB(_ pid: Int32) -> Int? {
+    memoryKiB(pid, "VmHWM:")
+}
+
+/// The daemon's resident anonymous memory in KiB (RssAnon: its heap, not the binary's pages).
+func anonymousMemoryKiB(_ pid: Int32) -> Int? {
+    memoryKiB(pid, "RssAnon:")
+}
+
+/// A figure of /proc/PID/status, in KiB.
+private func memoryKiB(_ pid: Int32, _ field: String) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") }
+    let line = status.split(separator: "\n").first { $0.hasPrefix(field) }
     return line?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
 }

@@ -9,24 +9,12 @@ import NetdevSession
 /// `name{labels} value` with gauges as Swift prints a `Double`), in the order of the links' indexes.
 ///
 /// Contract: each link name has one series per family, from the link of the lowest index of that name (two links
-/// share a name only in the moment a rename races a new link); a link the counts do not know (yet, or any more)
-/// keeps the state changes and last change it showed, and a new one starts at 0 with no last change.
+/// share a name only in the moment a rename races a new link); a link the counts do not know (not yet noted) has 0
+/// state changes and no last change. Nothing is kept from one render to the next but the fixed pieces: a table of
+/// each link's last-change text kept between renders held its 20,000 small arrays, made while the heap grew with the
+/// links, scattered over the heap's pages after the links were gone (4,000 links made, `netdevctl metrics`, the
+/// links deleted: 4.7 MiB of anonymous memory against 1.4 without the call).
 struct LinkMetricsText {
-    /// What each link name's series last showed of the counts: its state changes and last change.
-    private var shown: [String: Shown] = [:]
-
-    /// A link's activity as its series showed it, with the last change's text (a `Double` written as Swift writes
-    /// it, made again only when the activity changes: at 20,000 links, a tenth of a render).
-    private struct Shown {
-        var activity: MetricsRecorder.LinkActivity
-        var lastChange: [UInt8]
-
-        init(_ activity: MetricsRecorder.LinkActivity, was old: Shown?) {
-            self.activity = activity
-            lastChange = old?.activity == activity ? old?.lastChange ?? [] : Array("\(activity.lastChange)".utf8)
-        }
-    }
-
     /// Every fixed piece of the text, one after another: the families' names and `# HELP`/`# TYPE` lines, the state
     /// labels, the values and line ends. The render copies out of this one buffer and the one it makes of the links'
     /// labels. Pieces kept as arrays were retained and released at each of the 200,000 series' copies, each a cache
@@ -75,39 +63,34 @@ struct LinkMetricsText {
 
     /// Appends the families for `model`'s links to `text`, with `counts`' state changes and last change times:
     /// one pass over the links, the text assembled from bytes made once (at 20,000 links, 200,000 series).
-    mutating func render(_ model: Model, _ counts: MetricsRecorder.Counts, into text: inout [UInt8]) {
+    func render(_ model: Model, _ counts: MetricsRecorder.Counts, into text: inout [UInt8]) {
         var named: [String: Link] = [:]
         named.reserveCapacity(model.links.count)
         for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
             named[link.name] = link
         }
-        var shownNow: [String: Shown] = [:]
-        shownNow.reserveCapacity(named.count)
         var lines: [Line] = []
         lines.reserveCapacity(named.count)
         // Each line's label, then its last change's text, if it has one.
-        var labels: [UInt8] = []
-        labels.reserveCapacity(named.count * 48)
+        var labels = ByteText()
+        labels.bytes.reserveCapacity(named.count * 48)
         let states = OperationalState.allCases
         for (name, link) in named {
-            let old = shown[name]
-            let activity = (counts.links[link.index] ?? old?.activity).map { Shown($0, was: old) }
-            if let activity { shownNow[name] = activity }
-            let labelStart = labels.count
-            labels.append(contentsOf: #"{link=""#.utf8)
-            Self.appendEscaped(name, to: &labels)
-            labels.append(UInt8(ascii: "\""))
-            let label = labelStart..<labels.count
-            labels.append(contentsOf: activity?.lastChange ?? [])
+            let labelStart = labels.bytes.count
+            labels.bytes.append(contentsOf: #"{link=""#.utf8)
+            Self.appendEscaped(name, to: &labels.bytes)
+            labels.bytes.append(UInt8(ascii: "\""))
+            let label = labelStart..<labels.bytes.count
+            let activity = counts.links[link.index]
+            activity?.lastChange.write(to: &labels)
             let state = link.operationalState
             lines.append(
                 Line(
                     label: label, index: link.index, state: states.firstIndex(of: state) ?? 0,
                     carrier: link.state.hasLowerUp, addresses: link.addresses.count,
-                    stateChanges: activity?.activity.stateChanges ?? 0,
-                    lastChange: activity == nil ? nil : label.upperBound..<labels.count))
+                    stateChanges: activity?.stateChanges ?? 0,
+                    lastChange: activity == nil ? nil : label.upperBound..<labels.bytes.count))
         }
-        shown = shownNow
         // No link, no family: as the registry, which leaves out families without series.
         guard !lines.isEmpty else { return }
         lines.sort { $0.index < $1.index }
@@ -126,7 +109,7 @@ struct LinkMetricsText {
         text.append(contentsOf: repeatElement(0, count: room))
         let written = text.withUnsafeMutableBufferPointer { buffer in
             fixed.withUnsafeBufferPointer { fixed in
-                labels.withUnsafeBufferPointer { labels in
+                labels.bytes.withUnsafeBufferPointer { labels in
                     lines.withUnsafeBufferPointer { lines in
                         var out = Cursor(buffer, at: before, fixed: fixed, labels: labels)
                         write(lines, &out)
@@ -241,6 +224,21 @@ struct LinkMetricsText {
         mutating func putDecimal(_ value: Int) {
             precondition(position + DecimalText.maximumCount <= buffer.count, "the metrics text outgrew its room")
             position += DecimalText.write(value, to: buffer.baseAddress! + position)
+        }
+    }
+
+    /// Text appended to bytes. A `Double` writes itself to a stream through `_writeASCII` from the digits it made
+    /// on the stack, where `description` makes a `String` (on the heap, for the 18 characters of a Unix time): at
+    /// 20,000 links one allocation less per link and render.
+    private struct ByteText: TextOutputStream {
+        var bytes: [UInt8] = []
+
+        mutating func write(_ string: String) {
+            bytes.append(contentsOf: string.utf8)
+        }
+
+        mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
+            bytes.append(contentsOf: buffer)
         }
     }
 
