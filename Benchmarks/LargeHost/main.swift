@@ -200,7 +200,7 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         _ = MetricsExporter(recorder: recorder, version: "benchmark").render(current, clients: 1)
     }
     // `GetMetrics`: the same text as a JSON string, as the daemon writes its reply.
-    let getMetrics = measure { _ = ReportJSON.textParameters(utf8: exporter.render(current, clients: 1)) }
+    let getMetrics = measure { _ = exporter.replyParameters(current, clients: 1) }
     rows.append(
         (
             "\(size) links",

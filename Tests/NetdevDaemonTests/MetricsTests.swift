@@ -1,4 +1,5 @@
 import Foundation
+import JSONCoding
 import KernelTestSupport
 import NetdevSession
 import Syslog
@@ -162,6 +163,26 @@ struct MetricsTests {
         model.setLink(nil, at: 4)
         values = samples(exporter.render(model, clients: 0))
         #expect(values.keys.filter { $0.hasPrefix("netdevd_link_") }.isEmpty)
+    }
+
+    @Test("GetMetrics' reply is the text as the encoder writes it, for names that need escapes in both")
+    func replyIsTheTextQuoted() throws {
+        var generator = SeededGenerator(seed: 0x6d65)
+        for step in 0..<50 {
+            let recorder = MetricsRecorder(clock: { 1_764_301_234.123_456_7 })
+            let exporter = MetricsExporter(recorder: recorder, version: "1")
+            var model = Model()
+            model.phase = .running
+            for index in Int32(1)...Int32.random(in: 1...12, using: &generator) {
+                let name = ReportJSONTests.text(&generator)
+                model.setLink(Link(state: linkState(index, name, up: Bool.random(using: &generator))), at: index)
+                if Bool.random(using: &generator) { recorder.note([.linkAdded(index: index)]) }
+            }
+            let text = String(decoding: exporter.render(model, clients: 3), as: UTF8.self)
+            let expected = try JSONTextEncoder().encode(["text": text])
+            let reply = String(decoding: exporter.replyParameters(model, clients: 3), as: UTF8.self)
+            #expect(reply == String(decoding: expected, as: UTF8.self), "step \(step)")
+        }
     }
 
     @Test("hook runs per hook, overflows per monitor, devices per tracked subsystem")

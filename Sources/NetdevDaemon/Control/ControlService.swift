@@ -65,13 +65,14 @@ public final class ControlService: Sendable {
     /// One refusal line per 10 s: a client looping on Reload must not flood the journal.
     private let refusals = NoticeThrottle()
 
-    /// The metrics text of a model (``MetricsExporter/render(_:clients:)``), for `GetMetrics`.
+    /// `GetMetrics`' reply parameters for a model, its metrics text as a JSON string
+    /// (``MetricsExporter/replyParameters(_:clients:)``).
     private let metrics: (@Sendable (Model) -> [UInt8])?
 
     /// How many hooks run for each event and how many files are refused, for `CountHooks`.
     private let hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))?
 
-    /// A service with no model yet; `metrics` renders `GetMetrics`' text and `hookCounts` answers `CountHooks`
+    /// A service with no model yet; `metrics` renders `GetMetrics`' reply and `hookCounts` answers `CountHooks`
     /// (without them those methods answer `NotRunning`); `refused` hears of calls refused for want of permission.
     public init(
         metrics: (@Sendable (Model) -> [UInt8])? = nil,
@@ -241,7 +242,7 @@ public final class ControlService: Sendable {
                         return
                     }
                     withLatest { model in
-                        replier.reply(encodedParameters: ReportJSON.textParameters(utf8: metrics(model)))
+                        replier.reply(encodedParameters: metrics(model))
                     }
                 },
                 "CountHooks": { [self] _, _, replier in

@@ -59,17 +59,6 @@ public enum ReportJSON {
         return json.take()
     }
 
-    /// `{"text": text}`: `GetMetrics`' reply, `text` being UTF-8, in one buffer sized for the text and its escapes (a
-    /// metrics text has about one escape in 20 bytes: the quotes of its labels and its line feeds).
-    public static func textParameters(utf8 text: [UInt8]) -> [UInt8] {
-        var output: [UInt8] = []
-        output.reserveCapacity(16 + text.count + text.count / 8)
-        output.append(contentsOf: #"{"text":"#.utf8)
-        JSONString.append(utf8: text, to: &output)
-        output.append(UInt8(ascii: "}"))
-        return output
-    }
-
     /// Writes `change` as a JSON object.
     public static func append(_ json: inout JSONOutput, _ change: ChangeReport) {
         json.open("{")

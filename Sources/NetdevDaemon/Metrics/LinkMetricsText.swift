@@ -15,55 +15,81 @@ import NetdevSession
 /// links, scattered over the heap's pages after the links were gone (4,000 links made, `netdevctl metrics`, the
 /// links deleted: 4.7 MiB of anonymous memory against 1.4 without the call).
 struct LinkMetricsText {
+    /// The fixed pieces as the text has them, and as a JSON string has them (for `GetMetrics`' reply).
+    private let plain: Pieces
+    private let quoted: Pieces
+
     /// Every fixed piece of the text, one after another: the families' names and `# HELP`/`# TYPE` lines, the state
     /// labels, the values and line ends. The render copies out of this one buffer and the one it makes of the links'
     /// labels. Pieces kept as arrays were retained and released at each of the 200,000 series' copies, each a cache
     /// miss on another array's header: without that a render at 20,000 links takes half the time (`LargeHost`: 69.7
     /// to 34.0 ms).
-    private let fixed: [UInt8]
-    /// Each family's name, and its `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last
-    /// change), in ``fixed``.
-    private let names: [Range<Int>]
-    private let headers: [Range<Int>]
-    /// `,state="off"} ` and the others, in `OperationalState.allCases`' order, in ``fixed``.
-    private let stateLabels: [Range<Int>]
-    /// `1.0\n`, `0.0\n`, `} `, `.0\n` and `\n`, in ``fixed``.
-    private let one: Range<Int>
-    private let zero: Range<Int>
-    private let closing: Range<Int>
-    private let pointZero: Range<Int>
-    private let newline: Range<Int>
+    private struct Pieces {
+        let fixed: [UInt8]
+        /// Each family's name, and its `# HELP` and `# TYPE` lines: (state, carrier, addresses, state changes, last
+        /// change), in ``fixed``.
+        let names: [Range<Int>]
+        let headers: [Range<Int>]
+        /// `,state="off"} ` and the others, in `OperationalState.allCases`' order, in ``fixed``.
+        let stateLabels: [Range<Int>]
+        /// `1.0\n`, `0.0\n`, `} `, `.0\n` and `\n`, in ``fixed``.
+        let one: Range<Int>
+        let zero: Range<Int>
+        let closing: Range<Int>
+        let pointZero: Range<Int>
+        let newline: Range<Int>
+
+        /// The pieces of `families`, each escaped as inside a JSON string when `quoted`.
+        init(_ families: [(name: String, help: String, type: String)], quoted: Bool) {
+            var fixed: [UInt8] = []
+            func add(_ bytes: [UInt8]) -> Range<Int> {
+                guard quoted else {
+                    fixed += bytes
+                    return fixed.count - bytes.count..<fixed.count
+                }
+                return LinkMetricsText.appendQuoted(bytes[...], to: &fixed)
+            }
+            names = families.map { add(Array($0.name.utf8)) }
+            headers = families.map { family in
+                var header = Array("# HELP \(family.name) ".utf8)
+                for byte in family.help.utf8 {
+                    if byte == UInt8(ascii: "\\") { header.append(byte) }
+                    header.append(byte)
+                }
+                header += Array("\n# TYPE \(family.name) \(family.type)\n".utf8)
+                return add(header)
+            }
+            stateLabels = OperationalState.allCases.map {
+                add(Array(#",state=""#.utf8) + Array($0.rawValue.utf8) + Array(#""} "#.utf8))
+            }
+            one = add(Array("1.0\n".utf8))
+            zero = add(Array("0.0\n".utf8))
+            closing = add(Array("} ".utf8))
+            pointZero = add(Array(".0\n".utf8))
+            newline = add(Array("\n".utf8))
+            self.fixed = fixed
+        }
+    }
 
     init(names families: [(name: String, help: String, type: String)]) {
-        var fixed: [UInt8] = []
-        func add(_ bytes: [UInt8]) -> Range<Int> {
-            fixed += bytes
-            return fixed.count - bytes.count..<fixed.count
-        }
-        names = families.map { add(Array($0.name.utf8)) }
-        headers = families.map { family in
-            var header = Array("# HELP \(family.name) ".utf8)
-            for byte in family.help.utf8 {
-                if byte == UInt8(ascii: "\\") { header.append(byte) }
-                header.append(byte)
-            }
-            header += Array("\n# TYPE \(family.name) \(family.type)\n".utf8)
-            return add(header)
-        }
-        stateLabels = OperationalState.allCases.map {
-            add(Array(#",state=""#.utf8) + Array($0.rawValue.utf8) + Array(#""} "#.utf8))
-        }
-        one = add(Array("1.0\n".utf8))
-        zero = add(Array("0.0\n".utf8))
-        closing = add(Array("} ".utf8))
-        pointZero = add(Array(".0\n".utf8))
-        newline = add(Array("\n".utf8))
-        self.fixed = fixed
+        plain = Pieces(families, quoted: false)
+        quoted = Pieces(families, quoted: true)
+    }
+
+    /// Appends `bytes` to `buffer` as a JSON string literal has them between its quotes; returns where they are.
+    /// (The quotes are written too, around them, and not part of the range.)
+    fileprivate static func appendQuoted(_ bytes: ArraySlice<UInt8>, to buffer: inout [UInt8]) -> Range<Int> {
+        let start = buffer.count
+        bytes.withUnsafeBufferPointer { JSONString.append(utf8: $0, to: &buffer) }
+        return start + 1..<buffer.count - 1
     }
 
     /// Appends the families for `model`'s links to `text`, with `counts`' state changes and last change times:
-    /// one pass over the links, the text assembled from bytes made once (at 20,000 links, 200,000 series).
-    func render(_ model: Model, _ counts: MetricsRecorder.Counts, into text: inout [UInt8]) {
+    /// one pass over the links, the text assembled from bytes made once (at 20,000 links, 200,000 series). When
+    /// `quoted`, the text is written as a JSON string has it between its quotes (`GetMetrics`' reply), so that the
+    /// 12 MB of it at 20,000 links are not written once and then copied into their reply.
+    func render(_ model: Model, _ counts: MetricsRecorder.Counts, into text: inout [UInt8], quoted: Bool = false) {
+        let pieces = quoted ? self.quoted : plain
         var named: [String: Link] = [:]
         named.reserveCapacity(model.links.count)
         for link in model.links.values where named[link.name].map({ link.index < $0.index }) ?? true {
@@ -75,13 +101,21 @@ struct LinkMetricsText {
         var labels = ByteText()
         labels.bytes.reserveCapacity(named.count * 48)
         let states = OperationalState.allCases
+        // A label as the text has it, quoted from here when the text is a JSON string.
+        var scratch: [UInt8] = []
         for (name, link) in named {
-            let labelStart = labels.bytes.count
-            labels.bytes.append(contentsOf: #"{link=""#.utf8)
-            Self.appendEscaped(name, to: &labels.bytes)
-            labels.bytes.append(UInt8(ascii: "\""))
-            let label = labelStart..<labels.bytes.count
+            var label: Range<Int>
+            if quoted {
+                scratch.removeAll(keepingCapacity: true)
+                Self.appendLabel(name, to: &scratch)
+                label = Self.appendQuoted(scratch[...], to: &labels.bytes)
+            } else {
+                let labelStart = labels.bytes.count
+                Self.appendLabel(name, to: &labels.bytes)
+                label = labelStart..<labels.bytes.count
+            }
             let activity = counts.links[link.index]
+            let changeStart = labels.bytes.count
             activity?.lastChange.write(to: &labels)
             let state = link.operationalState
             lines.append(
@@ -89,7 +123,7 @@ struct LinkMetricsText {
                     label: label, index: link.index, state: states.firstIndex(of: state) ?? 0,
                     carrier: link.state.hasLowerUp, addresses: link.addresses.count,
                     stateChanges: activity?.stateChanges ?? 0,
-                    lastChange: activity == nil ? nil : label.upperBound..<labels.bytes.count))
+                    lastChange: activity == nil ? nil : changeStart..<labels.bytes.count))
         }
         // No link, no family: as the registry, which leaves out families without series.
         guard !lines.isEmpty else { return }
@@ -98,21 +132,25 @@ struct LinkMetricsText {
         // (its uniqueness and capacity checked each time) was most of a render's instructions.
         // Each line's series: 7 states, then carrier, addresses, state changes and last change, each a family name,
         // the label, the label's end and a value of at most 21 digits and ".0\n".
-        let longestStateLabel = stateLabels.map(\.count).max() ?? 0
-        let seriesRoom = names.reduce(0) { $0 + $1.count } + 6 * names[0].count + longestStateLabel * 7 + 7 * 4
+        let names = pieces.names
+        let longestStateLabel = pieces.stateLabels.map(\.count).max() ?? 0
+        let longestValue = max(pieces.one.count, pieces.zero.count, pieces.pointZero.count, pieces.newline.count)
+        let seriesRoom =
+            names.reduce(0) { $0 + $1.count } + 6 * names[0].count + longestStateLabel * 7 + 7 * longestValue
         let room =
-            headers.reduce(0) { $0 + $1.count }
+            pieces.headers.reduce(0) { $0 + $1.count }
             + lines.reduce(0) { room, line in
-                room + seriesRoom + 11 * (line.label.count + closing.count) + 4 * 25 + (line.lastChange?.count ?? 0)
+                room + seriesRoom + 11 * (line.label.count + pieces.closing.count) + 4 * (21 + longestValue)
+                    + (line.lastChange?.count ?? 0)
             }
         let before = text.count
         text.append(contentsOf: repeatElement(0, count: room))
         let written = text.withUnsafeMutableBufferPointer { buffer in
-            fixed.withUnsafeBufferPointer { fixed in
+            pieces.fixed.withUnsafeBufferPointer { fixed in
                 labels.bytes.withUnsafeBufferPointer { labels in
                     lines.withUnsafeBufferPointer { lines in
                         var out = Cursor(buffer, at: before, fixed: fixed, labels: labels)
-                        write(lines, &out)
+                        Self.write(lines, pieces, &out)
                         return out.position
                     }
                 }
@@ -121,26 +159,28 @@ struct LinkMetricsText {
         text.removeSubrange(written...)
     }
 
-    /// Writes the five families of `lines`.
-    private func write(_ lines: UnsafeBufferPointer<Line>, _ out: inout Cursor) {
-        let (one, zero, closing, pointZero, newline) = (one, zero, closing, pointZero, newline)
+    /// Writes the five families of `lines`, with `pieces`.
+    private static func write(_ lines: UnsafeBufferPointer<Line>, _ pieces: Pieces, _ out: inout Cursor) {
+        let (one, zero, closing, pointZero, newline) =
+            (pieces.one, pieces.zero, pieces.closing, pieces.pointZero, pieces.newline)
+        let (names, headers) = (pieces.names, pieces.headers)
         out.put(headers[0])
         let stateName = names[0]
         for line in lines {
-            for (number, stateLabel) in stateLabels.enumerated() {
+            for (number, stateLabel) in pieces.stateLabels.enumerated() {
                 out.put(stateName)
                 out.putLabel(line.label)
                 out.put(stateLabel)
                 out.put(number == line.state ? one : zero)
             }
         }
-        family(1, lines, &out) { line, out in out.put(line.carrier ? one : zero) }
+        family(1, lines, pieces, &out) { line, out in out.put(line.carrier ? one : zero) }
         // A gauge is written as Swift writes a Double: a whole number below 2^53 as its digits and ".0".
-        family(2, lines, &out) { line, out in
+        family(2, lines, pieces, &out) { line, out in
             out.putDecimal(line.addresses)
             out.put(pointZero)
         }
-        family(3, lines, &out) { line, out in
+        family(3, lines, pieces, &out) { line, out in
             out.putDecimal(line.stateChanges)
             out.put(newline)
         }
@@ -157,11 +197,12 @@ struct LinkMetricsText {
     }
 
     /// Writes family `number`'s header, then a series for each of `lines`, its value written by `value`.
-    private func family(
-        _ number: Int, _ lines: UnsafeBufferPointer<Line>, _ out: inout Cursor, value: (Line, inout Cursor) -> Void
+    private static func family(
+        _ number: Int, _ lines: UnsafeBufferPointer<Line>, _ pieces: Pieces, _ out: inout Cursor,
+        value: (Line, inout Cursor) -> Void
     ) {
-        out.put(headers[number])
-        let name = names[number]
+        out.put(pieces.headers[number])
+        let (name, closing) = (pieces.names[number], pieces.closing)
         for line in lines {
             out.put(name)
             out.putLabel(line.label)
@@ -240,6 +281,13 @@ struct LinkMetricsText {
         mutating func _writeASCII(_ buffer: UnsafeBufferPointer<UInt8>) {
             bytes.append(contentsOf: buffer)
         }
+    }
+
+    /// `{link="NAME"` with the name escaped.
+    private static func appendLabel(_ name: String, to text: inout [UInt8]) {
+        text.append(contentsOf: #"{link=""#.utf8)
+        appendEscaped(name, to: &text)
+        text.append(UInt8(ascii: "\""))
     }
 
     /// A label value as the text format escapes it: backslash, double quote and line feed.
