@@ -51,11 +51,11 @@ public final class RouteWatcher: Sendable {
         self.socket = Locked(socket)
     }
 
-    /// Reads every datagram pending now, without blocking.
-    public func readAvailable() throws(NetlinkError) -> RouteWatchBatch {
+    /// Reads the datagrams pending now, at most `maximum` of them, without blocking.
+    public func readAvailable(upTo maximum: Int = .max) throws(NetlinkError) -> RouteWatchBatch {
         let outcome: Result<RouteWatchBatch, SystemCallError> = socket.withLock { socket in
             var batch = RouteWatchBatch()
-            while true {
+            for _ in 0..<maximum {
                 let received: Received
                 do throws(SystemCallError) {
                     received = try socket.receive(exact: false)
@@ -75,6 +75,7 @@ public final class RouteWatcher: Sendable {
                     }
                 }
             }
+            return .success(batch)
         }
         switch outcome {
         case .success(let batch): return batch

@@ -115,11 +115,11 @@ public final class UdevMonitor: Sendable {
         }
     }
 
-    /// Reads every event pending now, without blocking.
-    public func readAvailable() throws(SystemCallError) -> UdevBatch {
+    /// Reads the events pending now, at most `maximum` of them (and the overflows met), without blocking.
+    public func readAvailable(upTo maximum: Int = .max) throws(SystemCallError) -> UdevBatch {
         let outcome: Result<UdevBatch, SystemCallError> = handle.withLock { handle in
             var batch = UdevBatch()
-            while true {
+            while batch.devices.count < maximum {
                 errno = 0
                 guard let device = udev_monitor_receive_device(handle.monitor) else {
                     switch errno {
@@ -137,6 +137,7 @@ public final class UdevMonitor: Sendable {
                 batch.devices.append(UdevDevice(copying: device, received: true))
                 udev_device_unref(device)
             }
+            return .success(batch)
         }
         return try outcome.get()
     }

@@ -117,6 +117,26 @@ struct NetlinkKernelTests {
         )
     }
 
+    @Test("a read takes at most the datagrams asked for; the next read goes on where it stopped, nothing lost")
+    func boundedReads() throws {
+        let watcher = try RouteWatcher()
+        try ipBatch((0..<10).map { "link add wbound\($0)a type veth peer name wbound\($0)b" })
+        defer { _ = try? ipBatch((0..<10).map { "link del wbound\($0)a" }) }
+        var added: [String] = []
+        var largest = 0
+        _ = try waitUntil {
+            let batch = try watcher.readAvailable(upTo: 3)
+            largest = max(largest, batch.messages.count)
+            for case .newLink(let link) in batch.messages
+            where link.name.hasPrefix("wbound") && !added.contains(link.name) {
+                added.append(link.name)
+            }
+            return added.count >= 20
+        }
+        #expect(largest == 3)
+        #expect(added.sorted() == (0..<10).flatMap { ["wbound\($0)a", "wbound\($0)b"] }.sorted())
+    }
+
     @Test("the watcher sees a tap added, set up (no carrier, so still down), set down, and deleted")
     func tapUpAndDown() throws {
         let watcher = try RouteWatcher()

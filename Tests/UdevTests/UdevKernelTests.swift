@@ -17,6 +17,25 @@ private func collect(_ monitor: UdevMonitor, prefix: String, count: Int) throws 
 
 @Suite("Udev against the kernel", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct UdevKernelTests {
+    @Test("a read takes at most the events asked for; the next read goes on where it stopped, nothing lost")
+    func boundedReads() throws {
+        let monitor = try UdevMonitor(source: .kernel, subsystems: ["net"])
+        try ipBatch((0..<5).map { "link add ubound\($0)a type veth peer name ubound\($0)b" })
+        defer { _ = try? ipBatch((0..<5).map { "link del ubound\($0)a" }) }
+        var added: [String] = []
+        var largest = 0
+        _ = try waitUntil {
+            let batch = try monitor.readAvailable(upTo: 2)
+            largest = max(largest, batch.devices.count)
+            for name in batch.devices.map(\.sysname) where name.hasPrefix("ubound") && !added.contains(name) {
+                added.append(name)
+            }
+            return added.count >= 10
+        }
+        #expect(largest == 2)
+        #expect(added.sorted() == (0..<5).flatMap { ["ubound\($0)a", "ubound\($0)b"] }.sorted())
+    }
+
     @Test("auto picks udev when udevd runs, and says so")
     func autoSource() throws {
         #expect(UdevSource.resolvedAuto() == .udev)

@@ -100,6 +100,12 @@ public final class ReadableEventSource: EventSource {
 }
 
 extension ReadableEventSource {
+    /// The most datagrams (rtnetlink) or devices (udev) one readiness reads; what is left is read at the next, which
+    /// the poller reports at once. Draining everything pending held all of it at once, parsed: at 20,000 links,
+    /// netdevd stopped while 2,500 links went down (and their addresses and routes with them) reached 74.2 MiB as it
+    /// caught up, from 33.5.
+    static let readLimit = 256
+
     /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.
     public static func udev(
         _ monitor: UdevMonitor, queue: DispatchQueue, trim: MemoryTrim? = nil,
@@ -112,7 +118,7 @@ extension ReadableEventSource {
             failure: .monitorOverflowed(source: .udev),
             problem: problem
         ) {
-            let batch = try monitor.readAvailable()
+            let batch = try monitor.readAvailable(upTo: readLimit)
             return batch.devices.map(KernelValues.event) + (batch.overflowed ? [.monitorOverflowed(source: .udev)] : [])
         }
     }
@@ -131,7 +137,7 @@ extension ReadableEventSource {
             failure: .monitorOverflowed(source: .netlink),
             problem: problem
         ) {
-            let batch = try watcher.readAvailable()
+            let batch = try watcher.readAvailable(upTo: readLimit)
             for malformed in batch.malformed {
                 problem("ignored a malformed rtnetlink message: \(malformed)")
             }
