@@ -102,8 +102,8 @@ public final class ReadableEventSource: EventSource {
 extension ReadableEventSource {
     /// The most datagrams (rtnetlink) or devices (udev) one readiness reads; what is left is read at the next, which
     /// the poller reports at once. Draining everything pending held all of it at once, parsed: at 20,000 links,
-    /// netdevd stopped while 2,500 links went down (and their addresses and routes with them) reached 74.2 MiB as it
-    /// caught up, from 33.5.
+    /// netdevd stopped while 2,500 links went down (and their addresses and routes with them) reached 73.7-84.7 MiB
+    /// as it caught up (from 32.1-36.3); 37.5 (from 33.0) reading 256 at a time.
     static let readLimit = 256
 
     /// udev events (from udevd or the kernel) as session events; an overflow becomes `monitorOverflowed(.udev)`.

@@ -78,7 +78,7 @@ struct LinkMetricsText {
 
     /// Appends `bytes` to `buffer` as a JSON string literal has them between its quotes; returns where they are.
     /// (The quotes are written too, around them, and not part of the range.)
-    fileprivate static func appendQuoted(_ bytes: ArraySlice<UInt8>, to buffer: inout [UInt8]) -> Range<Int> {
+    private static func appendQuoted(_ bytes: ArraySlice<UInt8>, to buffer: inout [UInt8]) -> Range<Int> {
         let start = buffer.count
         bytes.withUnsafeBufferPointer { JSONString.append(utf8: $0, to: &buffer) }
         return start + 1..<buffer.count - 1
