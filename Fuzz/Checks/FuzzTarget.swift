@@ -354,7 +354,7 @@ final class MethodsFixture: Sendable {
 
     /// GetMetrics renders the fixture's model through a real exporter.
     static let exporter = MetricsExporter(recorder: MetricsRecorder(), version: "0")
-    let service = ControlService(metrics: { model in MethodsFixture.exporter.render(model, clients: 0) })
+    let service = ControlService(metricsReply: { model in MethodsFixture.exporter.replyParameters(model, clients: 0) })
     let server: VarlinkServer
     let view: MobiusCore.Connection<Model>
 

@@ -72,10 +72,11 @@ public final class ControlService: Sendable {
     /// How many hooks run for each event and how many files are refused, for `CountHooks`.
     private let hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))?
 
-    /// A service with no model yet; `metrics` renders `GetMetrics`' reply and `hookCounts` answers `CountHooks`
-    /// (without them those methods answer `NotRunning`); `refused` hears of calls refused for want of permission.
+    /// A service with no model yet; `metricsReply` renders `GetMetrics`' reply parameters (not the bare text) and
+    /// `hookCounts` answers `CountHooks` (without them those methods answer `NotRunning`); `refused` hears of calls
+    /// refused for want of permission.
     public init(
-        metrics: (@Sendable (Model) -> [UInt8])? = nil,
+        metricsReply metrics: (@Sendable (Model) -> [UInt8])? = nil,
         hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
         refused: @escaping @Sendable (String) -> Void = { _ in }
     ) {

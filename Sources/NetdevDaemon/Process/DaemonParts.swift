@@ -84,7 +84,8 @@ final class DaemonParts: Sendable {
         let server = server
         let clients: @Sendable () -> Int = { server.withLock { $0?.connectionCount } ?? 0 }
         control = ControlService(
-            metrics: { model in exporter.replyParameters(model, clients: clients()) }, hookCounts: { hooks.counts() },
+            metricsReply: { model in exporter.replyParameters(model, clients: clients()) },
+            hookCounts: { hooks.counts() },
             refused: { text in journal.post(.warning, text) })
         controller.connectView(control.view)
         textfile = MetricsTextfile(exporter: exporter, clients: clients, log: journal.post)
