@@ -88,16 +88,19 @@ struct NetlinkAttribute {
         return attributes
     }
 
+    /// Where the attribute starts (its header), which an error names: its value may be empty at the datagram's end.
+    private var headerOffset: Int { valueOffset - 4 }
+
     func u32(_ reader: ByteReader) throws(NetlinkParseError) -> UInt32 {
         guard valueLength >= 4 else {
-            throw NetlinkParseError(offset: valueOffset, reason: "attribute \(type) holds \(valueLength) bytes, not 4")
+            throw NetlinkParseError(offset: headerOffset, reason: "attribute \(type) holds \(valueLength) bytes, not 4")
         }
         return try reader.u32(at: valueOffset)
     }
 
     func u8(_ reader: ByteReader) throws(NetlinkParseError) -> UInt8 {
         guard valueLength >= 1 else {
-            throw NetlinkParseError(offset: valueOffset, reason: "attribute \(type) is empty")
+            throw NetlinkParseError(offset: headerOffset, reason: "attribute \(type) is empty")
         }
         return try reader.u8(at: valueOffset)
     }
