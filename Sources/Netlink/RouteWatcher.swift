@@ -22,8 +22,9 @@ public struct RouteWatchBatch: Sendable, Equatable {
 
 /// Watches rtnetlink for link, IPv4/IPv6 address and IPv4/IPv6 route changes on a socket of its own.
 ///
-/// The socket is non-blocking: wrap ``fileDescriptor`` in a Dispatch read source and call ``readAvailable()``
-/// when it fires; it drains everything pending, one `recv` per datagram, parsed where it was received. An overflow
+/// The socket is non-blocking: wrap ``fileDescriptor`` in a level-triggered read source and call
+/// ``readAvailable(upTo:)`` when it fires; it reads what is pending (at most as many datagrams as asked; the source
+/// fires again for the rest), one `recv` per datagram, parsed where it was received. An overflow
 /// of the receive buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch,
 /// never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
 /// process may) so that floods rarely overflow.
