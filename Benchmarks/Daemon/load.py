@@ -563,23 +563,28 @@ def start_under_churn(figures, binary, workdir, hooks_dir, ctl):
 
 
 def stuck_monitor(figures, daemon, label):
-    """A monitor that reads its first reply, then stops reading while every burst link goes down and up: netdevd
-    cuts it off (io.netdevd.ClientTooSlow) once its bound of unread replies is reached. How long that took, whether
-    the client, reading again, finds the error, and netdevd's RSS before, at the cut and after."""
+    """A monitor that reads its first reply, then stops reading while every burst link goes down and up (again, up
+    to three times, until it is cut off: one round's changes can fit in the bound): netdevd cuts it off
+    (io.netdevd.ClientTooSlow) once its bound of unread replies is reached. How long that took, whether the client,
+    reading again, finds the error (or, never cut off, how much it read), and netdevd's RSS before, at the cut and
+    after."""
     rss_before = proc_status(daemon.pid, "VmRSS")
     warnings_before = cut_off_warnings(daemon.pid)
     connection = varlink_call(daemon.socket_path, "io.netdevd.Monitor", more=True)
     _, pending = varlink_reply(connection)
     started = time.monotonic()
     cut = None
-    for start in range(0, PAIRS, 250):
-        lines = []
-        for i in range(start, min(PAIRS, start + 250)):
-            lines += [f"link set {pair_name(i)}a down", f"link set {pair_name(i)}a up"]
-        subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
-        if cut_off_warnings(daemon.pid) > warnings_before:
-            cut = time.monotonic() - started
-            break
+    rounds = 0
+    while cut is None and rounds < 3:
+        rounds += 1
+        for start in range(0, PAIRS, 250):
+            lines = []
+            for i in range(start, min(PAIRS, start + 250)):
+                lines += [f"link set {pair_name(i)}a down", f"link set {pair_name(i)}a up"]
+            subprocess.run(["ip", "-batch", "-"], input="\n".join(lines) + "\n", text=True, check=True)
+            if cut_off_warnings(daemon.pid) > warnings_before:
+                cut = time.monotonic() - started
+                break
     deadline = time.monotonic() + 10
     while cut is None and time.monotonic() < deadline:
         if cut_off_warnings(daemon.pid) > warnings_before:
@@ -598,10 +603,92 @@ def stuck_monitor(figures, daemon, label):
         pass
     connection.close()
     time.sleep(2)
-    figures[f"{label}: a monitor that stops reading, cut off after (s)"] = round(cut, 2) if cut else "not cut off"
-    figures[f"{label}: ... then reading, it finds io.netdevd.ClientTooSlow"] = b"io.netdevd.ClientTooSlow" in told
+    figures[f"{label}: a monitor that stops reading, cut off after (s); every link down and up, times"] = (
+        f"{round(cut, 2) if cut else 'not cut off'}; {rounds}")
+    figures[f"{label}: ... then reading, it finds io.netdevd.ClientTooSlow; bytes it read"] = (
+        f"{b'io.netdevd.ClientTooSlow' in told}; {len(told)}")
     figures[f"{label}: ... netdevd RSS before / at the cut / 2 s after it read (MiB)"] = (
         f"{rss_before:.1f} / {rss_cut:.1f} / {proc_status(daemon.pid, 'VmRSS'):.1f}")
+
+
+def textfile_writes(figures, daemon, ctl, workdir, enabled):
+    """The metrics textfile at the burst's links: turned on by a reload (unless --metrics had it on from the start),
+    then how often netdevd writes it while links keep changing (up to 2,000 pairs' links down and up), what a
+    write costs netdevd (one link changed, then a quiet second: netdevd's CPU over it, median of 5), and whether
+    `promtool check metrics` finds it clean. Turned off again after, so the starts below do not write it."""
+    config = os.path.join(workdir, "netdevd.conf")
+    directory = os.path.join(workdir, "textfile")
+    path = os.path.join(directory, "netdevd.prom")
+    if not enabled:
+        os.makedirs(directory, exist_ok=True)
+        with open(config, "w") as f:
+            f.write(f"[Metrics]\nTextfileDirectory={directory}\n")
+        netdevctl(ctl, daemon.socket_path, "reload")
+
+    def written():
+        try:
+            return os.stat(path).st_ino
+        except FileNotFoundError:
+            return None
+
+    def wait_for_write(after, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if written() not in (None, after):
+                return True
+            time.sleep(0.01)
+        return False
+
+    if not wait_for_write(None):
+        raise RuntimeError("netdevd did not write its metrics textfile within 10 s of the reload")
+    time.sleep(1.5)
+    costs = []
+    for attempt in range(5):
+        inode = written()
+        cpu_before, _ = proc_stat(daemon.pid)
+        # A link down, then the same link up again.
+        subprocess.run(["ip", "link", "set", f"{pair_name(attempt // 2)}a", "down" if attempt % 2 == 0 else "up"],
+                       check=True)
+        if not wait_for_write(inode):
+            raise RuntimeError("netdevd did not write its metrics textfile within 10 s of a link's change")
+        time.sleep(1.2)
+        costs.append(proc_stat(daemon.pid)[0] - cpu_before)
+    subprocess.run(["ip", "link", "set", f"{pair_name(2)}a", "up"], check=True)
+    # Links down and up, watched for writes (each replaces the file: a new inode).
+    flapped = min(PAIRS, 2000)
+    writes = []
+    inode = written()
+    flapping = subprocess.Popen(["ip", "-batch", "-"], stdin=subprocess.PIPE, text=True)
+    flapping.stdin.write("".join(f"link set {pair_name(i)}a down\nlink set {pair_name(i)}a up\n"
+                                 for i in range(flapped)))
+    flapping.stdin.close()
+    quiet_after = None
+    while quiet_after is None or time.monotonic() < quiet_after:
+        now = written()
+        if now != inode:
+            writes.append(time.monotonic())
+            inode = now
+        if quiet_after is None and flapping.poll() is not None:
+            quiet_after = time.monotonic() + 2.5
+        time.sleep(0.005)
+    gaps = [b - a for a, b in zip(writes, writes[1:])]
+    figures[f"metrics textfile at {size()}: netdevd's CPU for a write, one link changed (ms, median of 5)"] = round(
+        statistics.median(costs) * 1000, 1)
+    figures[f"metrics textfile at {size()}: writes while {flapped:,} links went down and up / least time between two (s)"] = (
+        f"{len(writes)} / {min(gaps):.2f}" if gaps else f"{len(writes)} / -")
+    figures[f"metrics textfile at {size()} (bytes)"] = os.path.getsize(path)
+    promtool = shutil.which("promtool")
+    if promtool:
+        with open(path, "rb") as f:
+            check = subprocess.run([promtool, "check", "metrics"], stdin=f, capture_output=True, text=True)
+        problems = (check.stdout + check.stderr).strip().splitlines()
+        figures[f"metrics textfile at {size()}: promtool check metrics"] = (
+            "clean" if check.returncode == 0 and not problems else f"{len(problems)} problems: {problems[:2]}")
+    else:
+        figures[f"metrics textfile at {size()}: promtool check metrics"] = "not run (no promtool: apt-get install prometheus)"
+    if not enabled:
+        open(config, "w").close()
+        netdevctl(ctl, daemon.socket_path, "reload")
 
 
 def check_monitors(figures, label, monitors, ctl, socket_path):
@@ -1024,6 +1111,7 @@ def main():
                     round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
                 figures[f"metrics text at {size()} (bytes, series)"] = (
                     len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
+                textfile_writes(figures, daemon, ctl, workdir, options.metrics)
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
                 # Nor the kernel's: after the bursts above it may still be adding the links' IPv6 addresses (at

@@ -27,6 +27,9 @@ final class Connection: @unchecked Sendable {
     /// and the new connection's reads are never delivered.
     private var liveSources = 0
     private var closeWhenFlushed = false
+    /// The client was told it is too slow (``VarlinkOverloadErrors/clientTooSlow``); the connection closes once
+    /// that is written.
+    private var toldTooSlow = false
     /// The client shut down its side: answer what it sent, then close.
     private var peerFinished = false
     /// Calls read and not yet started, as the bytes that came (decoded when started, so what waits costs its size).
@@ -56,11 +59,52 @@ final class Connection: @unchecked Sendable {
         current == nil && waiting.isEmpty && output.isEmpty && !isClosed ? lastActivity : nil
     }
 
-    /// Closes the connection if its client has read none of its replies for `limit` nanoseconds (a client that
-    /// stops reading would otherwise hold its buffer and its slot for good). On the queue.
+    /// Cuts the connection off as too slow if its client has read none of its replies for `limit` nanoseconds (a
+    /// client that stops reading would otherwise hold its buffer for good). Told so, a connection that still holds
+    /// more than ``toldRemainderBytes`` of a reply begun (a large reply read in part) is closed if its client reads
+    /// nothing for as long again; one holding less stays until its client reads the error or leaves, so a client
+    /// stopped for minutes still learns why the changes stopped. On the queue.
     func closeIfStalled(now: UInt64, limit: UInt64, limitText: String) {
         guard let since = outputStalledSince, !isClosed, now >= since, now - since >= limit else { return }
-        cutOff(kind: "stalled", because: "read none of its replies for \(limitText)")
+        if toldTooSlow {
+            guard output.count > Self.toldRemainderBytes else { return }
+            server?.say(
+                .info, kind: "stalled-after-told",
+                "Closed the control connection of \(peer): it read nothing for \(limitText) after it was told "
+                    + "\(clientTooSlow), with \(output.count) bytes of a reply left")
+            close()
+        } else {
+            cutOffTooSlow(kind: "stalled", because: "read none of its replies for \(limitText)")
+        }
+    }
+
+    /// What a connection told it is too slow may keep waiting for its client for as long as that takes: the error
+    /// and the end of a small reply. A monitor's replies are its changes, each far smaller.
+    static let toldRemainderBytes = 64 * 1024
+
+    /// Tells the client it was too slow, after the reply it has begun to read (if any), and closes the connection
+    /// once that is written: the replies it has not begun are dropped (their memory goes at once), its call is
+    /// cancelled and nothing more is read (a client that leaves is seen when its socket turns writable with an
+    /// error). See ``closeIfStalled(now:limit:limitText:)`` for one that never reads again.
+    private func cutOffTooSlow(kind: String, because reason: String) {
+        server?.say(.warning, kind: kind, "Closed the control connection of \(peer): it \(reason) (\(clientTooSlow))")
+        toldTooSlow = true
+        output.dropUnbegunMessages()
+        // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
+        output.append((try? VarlinkFraming.encode(VarlinkReply(parameters: [:], error: clientTooSlow))) ?? [])
+        outputStalledSince = Self.monotonicNanoseconds()
+        closeWhenFlushed = true
+        current?.cancel()
+        current = nil
+        waiting = []
+        waitingBytes = 0
+        if readPaused {
+            // A suspended source must be resumed to be cancelled.
+            readPaused = false
+            readSource?.resume()
+        }
+        readSource?.cancel()
+        flush()
     }
 
     /// Closes the connection if the client has gone while reading is paused (its end-of-file is not read then, and
@@ -164,17 +208,8 @@ final class Connection: @unchecked Sendable {
         guard !isClosed, replier === current else { return }
         if !replier.call.oneway {
             if output.count > limits.maximumPendingOutputBytes {
-                server?.say(
-                    .warning, kind: "slow",
-                    "Closed the control connection of \(peer): it left more than "
-                        + "\(limits.maximumPendingOutputBytes) bytes of replies unread (\(clientTooSlow))")
-                let error = VarlinkReply(parameters: [:], error: clientTooSlow)
-                // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
-                output.append((try? VarlinkFraming.encode(error)) ?? [])
-                closeWhenFlushed = true
-                replier.cancel()
-                readSource?.cancel()
-                flush()
+                cutOffTooSlow(
+                    kind: "slow", because: "left more than \(limits.maximumPendingOutputBytes) bytes of replies unread")
                 return
             }
             output.append(message)

@@ -6,6 +6,8 @@
 struct OutputBuffer {
     private var bytes: [UInt8] = []
     private var start = 0
+    /// The last byte written ended a message (Varlink ends each with a NUL), or nothing was written yet.
+    private var atMessageBoundary = true
 
     /// The bytes not yet written.
     var count: Int { bytes.count - start }
@@ -29,6 +31,7 @@ struct OutputBuffer {
         let written = bytes.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[start...])) }
         guard written > 0 else { return written }
         start += min(written, count)
+        atMessageBoundary = bytes[start - 1] == 0
         if isEmpty {
             bytes = []
             start = 0
@@ -37,5 +40,17 @@ struct OutputBuffer {
             start = 0
         }
         return written
+    }
+
+    /// Drops every message not begun: what is left is the rest of the one partly written, if any, so the peer still
+    /// reads whole messages. The storage is let go, or replaced by that rest's size.
+    mutating func dropUnbegunMessages() {
+        guard !atMessageBoundary, let end = bytes[start...].firstIndex(of: 0) else {
+            bytes = []
+            start = 0
+            return
+        }
+        bytes = Array(bytes[start...end])
+        start = 0
     }
 }

@@ -22,10 +22,13 @@ public struct VarlinkLimits: Sendable {
     /// Calls read from one connection and not yet answered; past this, or past ``maximumMessageBytes`` of them, the
     /// connection is not read until they are.
     public var maximumPendingCalls = 64
-    /// Replies waiting for a slow reader, in bytes; past this the call gets an error and the connection closes.
+    /// Replies waiting for a slow reader, in bytes; past this those not begun are dropped, the client is told
+    /// ``VarlinkOverloadErrors/clientTooSlow`` after the one it is reading, and the connection closes.
     public var maximumPendingOutputBytes = 4 << 20
-    /// How long a connection may stay open with no call in progress, or with replies its client reads none of,
-    /// before it is closed, in milliseconds (checked every quarter of it); 0 keeps it open.
+    /// How long a connection may stay open with no call in progress before it is closed, in milliseconds (checked
+    /// every quarter of it); 0 keeps it open. A client that reads none of its replies for as long is told it is too
+    /// slow, as past ``maximumPendingOutputBytes`` (and closed if it still reads nothing for as long again while
+    /// more than 64 KiB of a large reply it began wait).
     public var idleTimeoutMilliseconds = 60_000
 
     /// The defaults: 1 MiB messages; 64 connections of non-root users, 32 per uid, and 512 of root's; 64 pending

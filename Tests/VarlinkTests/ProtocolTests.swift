@@ -150,8 +150,27 @@ struct ProtocolTests {
         #expect(try VarlinkClient(path: server.path).call("org.example.test.Empty") == [:])
         let (text, closed) = slow.readToClose()
         #expect(closed)
-        #expect(text.contains("org.example.test.ClientTooSlow"))
+        let read = Self.ticksAndError(text)
+        #expect(read?.error == "org.example.test.ClientTooSlow", "\(text.suffix(200))")
+        // The replies not begun when it was cut off are dropped, the one begun is finished: whole messages, in order.
+        #expect(read.map { $0.ticks == Array(0..<$0.ticks.count) } == true, "\(read?.ticks ?? [])")
+        #expect((read?.ticks.count ?? 0) < 2_000)
         #expect(server.ticks.all.first?.isCancelled == true)
+    }
+
+    /// The `n` of each `Ticks` reply in `text` and the error its last message names, or `nil` if a message is not
+    /// whole JSON.
+    static func ticksAndError(_ text: String) -> (ticks: [Int], error: String?)? {
+        var ticks: [Int] = []
+        var error: String?
+        for message in text.split(separator: "\0") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(message.utf8)) as? [String: Any] else {
+                return nil
+            }
+            if let n = (object["parameters"] as? [String: Any])?["n"] as? Int { ticks.append(n) }
+            error = object["error"] as? String
+        }
+        return (ticks, error)
     }
 
     @Test("connections over the per-user limit are closed at once")
@@ -281,7 +300,7 @@ struct ProtocolTests {
         #expect(written < 4_000_000, "the server took \(written) bytes of calls it could not start")
     }
 
-    @Test("a client that reads none of its replies for the idle limit is closed and said")
+    @Test("a client that reads none of its replies for the idle limit is told, kept until it leaves, and said")
     func stalledReader() throws {
         var limits = VarlinkLimits()
         limits.idleTimeoutMilliseconds = 300
@@ -289,12 +308,56 @@ struct ProtocolTests {
         let slow = Self.subscribeReadingNothing(server)
         // 200 KB of replies: more than the socket holds, far less than the 4 MiB that would cut it off.
         for n in 1...200 { server.tick(n) }
-        #expect(waitUntil(timeout: 3) { server.server.connectionCount == 0 })
         #expect(
-            server.noticeMessages.contains { $0.hasSuffix("it read none of its replies for 300 ms") },
+            waitUntil(timeout: 3) {
+                server.noticeMessages.contains {
+                    $0.hasSuffix("it read none of its replies for 300 ms (org.example.test.ClientTooSlow)")
+                }
+            },
             "\(server.noticeMessages)")
-        // Open until here: the server, not the client's close, ends the connection.
+        #expect(server.ticks.all.first?.isCancelled == true)
+        // What it holds now is the error and the end of a tick: kept, over several limits, for the client to read.
+        usleep(1_000_000)
+        #expect(server.server.connectionCount == 1)
+        close(slow.fd)
+        #expect(waitUntil(timeout: 3) { server.server.connectionCount == 0 }, "the client left; the server kept it")
         withExtendedLifetime(slow) {}
+    }
+
+    @Test("a client that stops reading a large reply is told it is too slow, then closed if it reads nothing more")
+    func stalledLargeReply() throws {
+        var limits = VarlinkLimits()
+        limits.idleTimeoutMilliseconds = 300
+        let server = try TestServer(limits: limits)
+        let slow = RawConnection(server.path)
+        // A 900 KB reply: the socket takes some, the rest waits, more than a told connection may keep.
+        slow.write(
+            #"{"method":"org.example.test.Echo","parameters":{"text":""# + String(repeating: "a", count: 900_000)
+                + #""}}"#)
+        #expect(waitUntil(timeout: 5) { server.server.connectionCount == 0 }, "\(server.noticeMessages)")
+        #expect(server.noticeMessages.contains { $0.contains("read none of its replies for 300 ms") })
+        #expect(
+            server.noticeMessages.contains { $0.contains("read nothing for 300 ms after it was told") },
+            "\(server.noticeMessages)")
+        withExtendedLifetime(slow) {}
+    }
+
+    @Test("a client that reads none of its replies for the idle limit finds whole replies, ClientTooSlow, a close")
+    func stalledReaderIsTold() throws {
+        var limits = VarlinkLimits()
+        limits.idleTimeoutMilliseconds = 2_000
+        let server = try TestServer(limits: limits)
+        let slow = Self.subscribeReadingNothing(server)
+        for n in 1...200 { server.tick(n) }
+        #expect(waitUntil(timeout: 5) { server.noticeMessages.contains { $0.contains("read none of its replies") } })
+        // Read within the second limit: what the socket held, the rest of the reply begun, the error, the close.
+        let (text, closed) = slow.readToClose()
+        #expect(closed)
+        let read = Self.ticksAndError(text)
+        #expect(read?.error == "org.example.test.ClientTooSlow", "\(text.suffix(200))")
+        #expect(read.map { $0.ticks == Array(0..<$0.ticks.count) } == true, "\(read?.ticks ?? [])")
+        #expect((read?.ticks.count ?? 0) < 200, "the replies not begun were sent")
+        #expect(server.ticks.all.first?.isCancelled == true)
     }
 
     @Test("many small calls in one read all come out, and a message split across reads is joined")
