@@ -101,6 +101,12 @@ struct Monitor: NetdevctlCommand {
                 }
                 return true
             }
+        } catch .error(name: "io.netdevd.ClientTooSlow", _) {
+            throw CommandFailure(
+                status: 1,
+                message: "netdevctl: monitor ended: netdevd cut it off for reading its changes too slowly "
+                    + "(io.netdevd.ClientTooSlow); the changes after the last one shown were not received: run it "
+                    + "again for the current state")
         } catch {
             throw CommandFailure(status: 1, message: "netdevctl: monitor ended: \(error)")
         }
