@@ -136,7 +136,7 @@ $(STATIC_CXX)/libstdc++.so:
 	mkdir -p $(STATIC_CXX)
 	echo "INPUT($$(clang -print-file-name=libstdc++.a))" > $@
 
-benchmark-daemon: deps $(STATIC_CXX)/libstdc++.so
+benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd --links $(LINKS) $(LOAD_ARGS)
 

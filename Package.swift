@@ -143,7 +143,7 @@ let package = Package(
         // (make benchmark-large-host).
         .executableTarget(
             name: "LargeHost",
-            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "JSONCoding"],
+            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "JSONCoding"],
             path: "Benchmarks/LargeHost",
             swiftSettings: strict
         ),

@@ -10,8 +10,9 @@
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
 //     each link's place in it);
 //   - `Monitor`'s first reply (every link and every device with its udev properties);
-//   - the same reply decoded as `netdevctl links` decodes it for its table, and printed as `netdevctl links
-//     --json=short` prints it (parsed and written again);
+//   - the same reply decoded whole (as `netdevctl status` decodes its links), decoded and laid out as `netdevctl
+//     links` prints its table (only the four fields it shows), and printed as `netdevctl links --json=short`
+//     prints it (parsed and written again);
 //   - a metrics render (the text `GetMetrics` and the textfile write make), a new exporter's first (every link new
 //     to it), and `GetMetrics`' reply (that text as a JSON string);
 //
@@ -26,6 +27,7 @@ import JSONCoding
 import NetdevDaemon
 import NetdevSession
 import NetdevWire
+import NetdevctlCommands
 
 func cpuNanoseconds() -> UInt64 {
     var now = timespec()
@@ -185,6 +187,14 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         decoded = (try? JSONTextDecoder().decode([String: [LinkReport]].self, from: listReply))?["links"] ?? []
     }
     precondition(decoded.count == size, "the ListLinks reply did not decode")
+    // `netdevctl links`: the four fields its table shows, decoded, and the table laid out.
+    var linkRows: [LinkRow] = []
+    let rowsDecode = measure {
+        linkRows = (try? JSONTextDecoder().decode([String: [LinkRow]].self, from: listReply))?["links"] ?? []
+    }
+    precondition(linkRows.count == size, "the ListLinks reply did not decode as rows")
+    var tableBytes = 0
+    let table = measure { tableBytes = linkTable(linkRows, legend: true).utf8.count }
     // `--json` prints the reply's links as they came: parsed, kept as a fragment, written again.
     let printed = measure {
         let links = (try? JSONTextDecoder().decode([String: JSONFragment].self, from: listReply))?["links"]
@@ -211,6 +221,8 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
                 String(format: "%.2f", relist / 1_000),
                 String(format: "%.1f (%d KB)", firstState / 1_000, stateBytes / 1_000),
                 String(format: "%.1f", decode / 1_000),
+                String(format: "%.1f", rowsDecode / 1_000),
+                String(format: "%.1f (%d KB)", table / 1_000, tableBytes / 1_000),
                 String(format: "%.1f", printed / 1_000),
                 String(format: "%.1f (%d KB)", metrics / 1_000, metricsBytes / 1_000),
                 String(format: "%.1f", firstMetrics / 1_000),
@@ -225,7 +237,9 @@ let titles = [
     "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
     "ListLinks reply after one link changed (ms)", "Monitor's first reply, every link and device (ms)",
-    "ListLinks reply decoded, as netdevctl links (ms)", "reply printed, as netdevctl links --json=short (ms)",
+    "ListLinks reply decoded whole (ms)", "netdevctl links: the table's fields decoded (ms)",
+    "netdevctl links: the table laid out (ms)",
+    "reply printed, as netdevctl links --json=short (ms)",
     "metrics render (ms)", "metrics render, an exporter's first (ms)", "GetMetrics reply: the render as JSON (ms)",
 ]
 for (number, title) in titles.enumerated() {

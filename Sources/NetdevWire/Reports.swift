@@ -175,6 +175,27 @@ public struct LinkReport: Codable, Sendable, Equatable {
     }
 }
 
+/// The fields of a ``LinkReport`` that a table of links shows (`netdevctl links`): decoding only these skips, for
+/// each link of a `ListLinks` reply, its addresses, gateways, hardware address and MTU.
+public struct LinkRow: Decodable, Sendable, Equatable {
+    /// The interface index.
+    public var index: Int
+    /// The name.
+    public var name: String
+    /// The kind.
+    public var type: String
+    /// networkd's operational state.
+    public var operationalState: String
+
+    /// The row of `report`.
+    public init(_ report: LinkReport) {
+        index = report.index
+        name = report.name
+        type = report.type
+        operationalState = report.operationalState
+    }
+}
+
 /// One device in a report, with everything udev says of it.
 public struct DeviceReport: Codable, Sendable, Equatable {
     /// The sysfs path.

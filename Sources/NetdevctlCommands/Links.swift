@@ -26,14 +26,14 @@ struct Links: NetdevctlCommand {
             _ = options.printJSON(encoding: links)
             return
         }
-        let links = try options.call("io.netdevd.ListLinks", parameters, as: LinksReply.self).links
-        print(linkTable(links, legend: !options.noLegend, addresses: false))
+        let links = try options.call("io.netdevd.ListLinks", parameters, as: LinkRowsReply.self).links
+        print(linkTable(links, legend: !options.noLegend))
     }
 }
 
-/// The parameters of `ListLinks`'s reply.
-struct LinksReply: Decodable {
-    var links: [LinkReport]
+/// The parameters of `ListLinks`'s reply, as much as the table shows.
+struct LinkRowsReply: Decodable {
+    var links: [LinkRow]
 }
 
 /// The parameters of `ListLinks`'s reply, to print as they came.

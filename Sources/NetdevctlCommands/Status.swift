@@ -1,5 +1,5 @@
 import CommandOptions
-import NetdevWire
+public import NetdevWire
 import Varlink
 
 /// `netdevctl status [LINK]`: phase, online state, the links and device counts; or one link in detail with its
@@ -30,7 +30,9 @@ struct Status: NetdevctlCommand {
         let state = try decode(reply["state"], as: StateReport.self, what: "state")
         print("Online state: \(Paint.state(state.onlineState)) (netdevd \(state.phase))")
         print("")
-        print(linkTable(state.links, legend: !options.noLegend, addresses: true))
+        print(
+            linkTable(state.links.map(LinkRow.init), legend: !options.noLegend, addresses: state.links.map(\.addresses))
+        )
         let devices = state.deviceCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
         if !devices.isEmpty {
             print("")
@@ -97,18 +99,19 @@ extension Status {
     }
 }
 
-/// The `IDX LINK TYPE OPERATIONAL` table, addresses indented under each link when asked.
-func linkTable(_ links: [LinkReport], legend: Bool, addresses: Bool) -> String {
+/// The `IDX LINK TYPE OPERATIONAL` table `netdevctl links` and `netdevctl status` print, with a header and a count
+/// when `legend` is set, and each link's `addresses` (one list per link, in order) indented under it when given.
+public func linkTable(_ links: [LinkRow], legend: Bool, addresses: [[String]]? = nil) -> String {
     // The state is the last column, which is not padded: painted before the table is laid out.
     let rows = links.map { [String($0.index), $0.name, $0.type, Paint.state($0.operationalState)] }
     let table = tableLines(["IDX", "LINK", "TYPE", "OPERATIONAL"], rows, legend: legend)
     let offset = legend ? 1 : 0
     var lines = Array(table.prefix(offset))
     lines.reserveCapacity(table.count + 2)
-    for (link, line) in zip(links, table.dropFirst(offset)) {
+    for (number, line) in table.dropFirst(offset).enumerated() {
         lines.append(line)
-        if addresses {
-            lines += link.addresses.map { "      \($0)" }
+        if let addresses {
+            lines += addresses[number].map { "      \($0)" }
         }
     }
     if legend {
