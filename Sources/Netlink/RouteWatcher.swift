@@ -24,9 +24,8 @@ public struct RouteWatchBatch: Sendable, Equatable {
 ///
 /// The socket is non-blocking: wrap ``fileDescriptor`` in a level-triggered read source and call
 /// ``readAvailable(upTo:)`` when it fires; it reads what is pending (at most as many datagrams as asked; the source
-/// fires again for the rest), one `recv` per datagram, parsed where it was received. An overflow
-/// of the receive buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch,
-/// never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
+/// fires again for the rest), one `recv` per datagram, parsed where it was received. An overflow of the receive
+/// buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch, never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
 /// process may) so that floods rarely overflow.
 public final class RouteWatcher: Sendable {
     private let socket: Locked<NetlinkSocket>

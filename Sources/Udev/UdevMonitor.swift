@@ -40,7 +40,8 @@ public struct UdevBatch: Sendable, Equatable {
 ///
 /// The socket is non-blocking: wrap ``fileDescriptor`` in a level-triggered read source and call
 /// ``readAvailable(upTo:)`` when it fires; it reads the pending events (at most as many as asked; the source fires
-/// again for the rest) and reports an overflow (ENOBUFS) in the batch, never as silence. The receive buffer is raised to 128 MiB by default (libudev uses SO_RCVBUFFORCE when it may).
+/// again for the rest) and reports an overflow (ENOBUFS) in the batch, never as silence. The receive buffer is raised
+/// to 128 MiB by default (libudev uses SO_RCVBUFFORCE when it may).
 ///
 /// The source can be changed while it runs (``switchSource(to:)``): the monitor then listens on a new socket.
 public final class UdevMonitor: Sendable {

@@ -87,24 +87,30 @@ final class Connection: @unchecked Sendable {
     /// cancelled and nothing more is read (a client that leaves is seen when its socket turns writable with an
     /// error). See ``closeIfStalled(now:limit:limitText:)`` for one that never reads again.
     private func cutOffTooSlow(kind: String, because reason: String) {
-        server?.say(.warning, kind: kind, "Closed the control connection of \(peer): it \(reason) (\(clientTooSlow))")
         toldTooSlow = true
         output.dropUnbegunMessages()
         // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
         output.append((try? VarlinkFraming.encode(VarlinkReply(parameters: [:], error: clientTooSlow))) ?? [])
         outputStalledSince = Self.monotonicNanoseconds()
         closeWhenFlushed = true
-        current?.cancel()
-        current = nil
-        waiting = []
-        waitingBytes = 0
+        stopReadingAndCalls()
+        // Said once its call is cancelled: whoever reads the line finds the call ended.
+        server?.say(.warning, kind: kind, "Closed the control connection of \(peer): it \(reason) (\(clientTooSlow))")
+        flush()
+    }
+
+    /// Reads nothing more and drops the calls: the one in progress is cancelled, those waiting forgotten.
+    private func stopReadingAndCalls() {
+        // A suspended source must be resumed to be cancelled (and released) at all.
         if readPaused {
-            // A suspended source must be resumed to be cancelled.
             readPaused = false
             readSource?.resume()
         }
         readSource?.cancel()
-        flush()
+        current?.cancel()
+        current = nil
+        waiting = []
+        waitingBytes = 0
     }
 
     /// Closes the connection if the client has gone while reading is paused (its end-of-file is not read then, and
@@ -272,18 +278,9 @@ final class Connection: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        // A suspended source must be resumed to be cancelled (and released) at all.
-        if readPaused {
-            readPaused = false
-            readSource?.resume()
-        }
-        readSource?.cancel()
+        stopReadingAndCalls()
         writeSource?.cancel()
         writeSource = nil
-        current?.cancel()
-        current = nil
-        waiting = []
-        waitingBytes = 0
         if liveSources == 0 { Glibc.close(fd) }
         server?.closed(self)
     }
