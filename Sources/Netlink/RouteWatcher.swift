@@ -11,6 +11,9 @@ public struct RouteWatchBatch: Sendable, Equatable {
     public var overflowed: Bool
     /// Datagrams that could not be parsed; the others in the batch are still delivered.
     public var malformed: [NetlinkParseError]
+    /// `true` when the socket had nothing more to read; `false` when the read stopped at its limit (or the
+    /// batch was made, not read).
+    public var drained = false
 
     /// A batch of these results.
     public init(messages: [RouteMessage] = [], overflowed: Bool = false, malformed: [NetlinkParseError] = []) {
@@ -25,8 +28,9 @@ public struct RouteWatchBatch: Sendable, Equatable {
 /// The socket is non-blocking: wrap ``fileDescriptor`` in a level-triggered read source and call
 /// ``readAvailable(upTo:)`` when it fires; it reads what is pending (at most as many datagrams as asked; the source
 /// fires again for the rest), one `recv` per datagram, parsed where it was received. An overflow of the receive
-/// buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch, never swallowed. The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the
-/// process may) so that floods rarely overflow.
+/// buffer (ENOBUFS), or a datagram too long for the watcher's buffer, is reported in the batch, never swallowed.
+/// The receive buffer is raised (to 128 MiB by default, with SO_RCVBUFFORCE when the process may) so that floods
+/// rarely overflow.
 public final class RouteWatcher: Sendable {
     private let socket: Locked<NetlinkSocket>
 
@@ -64,6 +68,7 @@ public final class RouteWatcher: Sendable {
                 }
                 switch received {
                 case .nothing:
+                    batch.drained = true
                     return .success(batch)
                 case .overflow:
                     batch.overflowed = true

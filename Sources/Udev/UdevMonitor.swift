@@ -28,6 +28,9 @@ public struct UdevBatch: Sendable, Equatable {
     public var devices: [UdevDevice]
     /// `true` when events were lost because the receive buffer was full (ENOBUFS): the caller must re-enumerate.
     public var overflowed: Bool
+    /// `true` when the monitor had nothing more to read; `false` when the read stopped at its limit (or the
+    /// batch was made, not read).
+    public var drained = false
 
     /// A batch of these results.
     public init(devices: [UdevDevice] = [], overflowed: Bool = false) {
@@ -125,6 +128,7 @@ public final class UdevMonitor: Sendable {
                 guard let device = udev_monitor_receive_device(handle.monitor) else {
                     switch errno {
                     case 0, EAGAIN, EWOULDBLOCK:
+                        batch.drained = true
                         return .success(batch)
                     case ENOBUFS:
                         batch.overflowed = true

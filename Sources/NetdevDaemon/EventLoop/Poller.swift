@@ -26,6 +26,10 @@ import Glibc
 /// CoreFoundation's run loop does on Linux). A readiness for the main queue runs its handler at once on that
 /// thread, and the events it reads are processed there too: a burst's kernel messages reach the loop without
 /// waking any other thread.
+///
+/// A registration may have a hold-off (the kernel's monitors do): after a run of its handler that asks for it, the
+/// descriptor is armed again only once the hold-off has passed, so what arrives meanwhile is read in one run, with
+/// one wake-up instead of one per message.
 final class Poller: Sendable {
     /// The process's poller, started on first use; `nil` when the kernel refuses an epoll descriptor or a thread.
     static let shared: Poller? = Poller()
@@ -35,7 +39,15 @@ final class Poller: Sendable {
     fileprivate struct Registration {
         let fileDescriptor: Int32
         let queue: DispatchQueue
-        let handler: @Sendable () -> Void
+        /// Nanoseconds the descriptor stays unwatched after a run that asks for it; 0 for none.
+        let holdOff: UInt64
+        /// Runs when the descriptor is readable; returns `true` to hold off before it is watched again.
+        let handler: @Sendable () -> Bool
+
+        /// Whether the descriptor waits `holdOff` before it is armed again, after a run that returned `asked`.
+        func holdsOff(asked: Bool) -> Bool {
+            asked && holdOff > 0
+        }
     }
 
     fileprivate struct State {
@@ -104,7 +116,7 @@ final class Poller: Sendable {
     func runOnMainThread(mainQueue: DispatchQueue, until done: () -> Bool) -> Bool {
         guard driver.withLock({ $0 == .mainThread }) else { return false }
         let mainQueueHandle = _dispatch_get_main_queue_handle_4CF()
-        let token = register(mainQueueHandle, queue: mainQueue) {
+        let token = register(mainQueueHandle, queue: mainQueue) { () -> Void in
             // Cleared first: work queued while the queue drains makes it readable again.
             var count: UInt64 = 0
             _ = read(mainQueueHandle, &count, 8)
@@ -115,15 +127,21 @@ final class Poller: Sendable {
         Self.drainMainQueue()
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: 64)
         defer { events.deallocate() }
+        // Registrations on the main queue holding off, and when each is armed again.
+        var heldOff = HeldOff()
         while !done() {
-            let count = epoll_wait(epoll, events, 64, -1)
+            let count = epoll_wait(epoll, events, 64, heldOff.isEmpty ? -1 : heldOff.millisecondsToNext())
+            if !heldOff.isEmpty { heldOff.armDue { Self.rearm($0, epoll: epoll, state: state) } }
             guard count > 0 else { continue }
             for index in 0..<Int(count) {
                 let token = events[index].data.u64
                 guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
                 if registration.queue === mainQueue {
-                    registration.handler()
-                    Self.rearm(token, epoll: epoll, state: state)
+                    if registration.holdsOff(asked: registration.handler()) {
+                        heldOff.add(token, due: PollerTimer.now() + registration.holdOff)
+                    } else {
+                        Self.rearm(token, epoll: epoll, state: state)
+                    }
                 } else {
                     Self.handOver(registration, token: token, epoll: epoll, state: state)
                 }
@@ -150,8 +168,13 @@ final class Poller: Sendable {
         registration.queue.async {
             // Unregistered since: the descriptor may be closed or reused.
             guard state.withLock({ $0.registrations[token] != nil }) else { return }
-            registration.handler()
-            Poller.rearm(token, epoll: epoll, state: state)
+            if registration.holdsOff(asked: registration.handler()) {
+                registration.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(registration.holdOff))) {
+                    Poller.rearm(token, epoll: epoll, state: state)
+                }
+            } else {
+                Poller.rearm(token, epoll: epoll, state: state)
+            }
         }
     }
 
@@ -160,11 +183,24 @@ final class Poller: Sendable {
     func register(
         _ fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Void
     ) -> UInt64? {
+        register(fileDescriptor, queue: queue, holdOffNanoseconds: 0) {
+            handler()
+            return false
+        }
+    }
+
+    /// Calls `handler` on `queue` whenever `fileDescriptor` is readable; after a call that returned `true` (it read
+    /// all that was pending, and expects more soon) the descriptor is watched again only `holdOffNanoseconds`
+    /// later. Returns the token for ``unregister(_:)``, or `nil` when epoll refuses the descriptor.
+    func register(
+        _ fileDescriptor: Int32, queue: DispatchQueue, holdOffNanoseconds: UInt64,
+        handler: @escaping @Sendable () -> Bool
+    ) -> UInt64? {
         guard startThreadIfNeeded() else { return nil }
         let token = state.withLock { state -> UInt64 in
             defer { state.nextToken += 1 }
             state.registrations[state.nextToken] = Registration(
-                fileDescriptor: fileDescriptor, queue: queue, handler: handler)
+                fileDescriptor: fileDescriptor, queue: queue, holdOff: holdOffNanoseconds, handler: handler)
             return state.nextToken
         }
         guard Self.control(epoll, EPOLL_CTL_ADD, fileDescriptor, token: token) else {
@@ -228,6 +264,36 @@ final class Poller: Sendable {
                     Poller.handOver(registration, token: token, epoll: epoll, state: state)
                 }
             }
+        }
+    }
+}
+
+/// The main thread's registrations holding off: each token with the time (``PollerTimer/now()``) it is armed again.
+/// A handful at most (one per monitor), so a plain array.
+struct HeldOff {
+    private var entries: [(token: UInt64, due: UInt64)] = []
+
+    var isEmpty: Bool { entries.isEmpty }
+
+    mutating func add(_ token: UInt64, due: UInt64) {
+        entries.append((token, due))
+    }
+
+    /// `epoll_wait`'s timeout: the milliseconds to the earliest due time, rounded up; -1 (none) when empty.
+    func millisecondsToNext() -> Int32 {
+        guard let next = entries.lazy.map(\.due).min() else { return -1 }
+        let now = PollerTimer.now()
+        guard next > now else { return 0 }
+        return Int32(min((next - now + 999_999) / 1_000_000, UInt64(Int32.max)))
+    }
+
+    /// Arms, with `arm`, every registration whose time has come, and forgets it.
+    mutating func armDue(arm: (UInt64) -> Void) {
+        let now = PollerTimer.now()
+        entries.removeAll { entry in
+            guard entry.due <= now else { return false }
+            arm(entry.token)
+            return true
         }
     }
 }

@@ -271,7 +271,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             } else if unsure {
                 appeared(nil)
             }
-            return []
+            return ReadableEventSource.Reading([], drained: true)
         }
     }
 
