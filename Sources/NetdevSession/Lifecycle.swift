@@ -40,15 +40,21 @@ extension Transition {
             }
             effects.append(.notify([.status(statusLine)]))
         } else {
-            for link in model.sortedLinks {
+            let links = model.sortedLinks
+            let eachLogged = links.count <= Self.startLinesLimit
+            for link in links {
                 activity.append(.linkAdded(index: link.index))
+                guard eachLogged else { continue }
                 log(
                     model.configuration.ignores(link.name) ? .debug : .info, .linkAdded,
                     "\(link.name): \(link.operationalState.rawValue)\(addressSuffix(link))", linkFields(link)
                 )
             }
+            let notEach =
+                eachLogged
+                ? "" : "; more than \(Self.startLinesLimit) links, not logged one by one (netdevctl links lists them)"
             log(
-                .notice, .started, "netdevd started: \(statusLine)\(took)",
+                .notice, .started, "netdevd started: \(statusLine)\(took)\(notEach)",
                 [LogField(LogField.Name.onlineState, model.onlineState.rawValue)] + times
             )
             effects.append(.notify([.ready, .status(statusLine)]))
@@ -60,6 +66,11 @@ extension Transition {
             beginReload(by: "a request made while enumerating")
         }
     }
+
+    /// The most links a start logs one line each for. Above it the started entry says they were not: at 20,000
+    /// links a line each was 20,000 entries, twice what the journal's queue holds, so most were dropped anyway (and
+    /// said so), and making them delayed READY=1.
+    static let startLinesLimit = 1_000
 
     /// What a reading's journal entry says of how long it took (`; read in 310 ms (rtnetlink), 620 ms (udev)`), and its
     /// fields; nothing when it was not measured.

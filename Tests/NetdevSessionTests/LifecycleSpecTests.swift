@@ -47,6 +47,23 @@ struct LifecycleSpecTests {
         store.sendWithoutModel(.watchdogTick, effects: [.notify([.watchdog])])
     }
 
+    @Test("a start logs a line for each of 1,000 links; with more, the started entry says they are not logged")
+    func startWithManyLinks() {
+        for count in [1_000, 1_001] {
+            let links = (1...Int32(count)).map { Fixture.routable($0, "veth\($0)") }
+            var model = Session.initiate(Model()).model
+            model.enumerationGeneration = 1
+            let next = Session.update(model, .enumerated(generation: 1, snapshot: Snapshot(links: links, devices: [])))
+            let logs = Fixture.logs(next.effects)
+            #expect(logs.filter { $0.kind == .linkAdded }.count == (count == 1_000 ? 1_000 : 0))
+            let started = logs.filter { $0.kind == .started }.map(\.message)
+            let note =
+                count == 1_000 ? "" : "; more than 1000 links, not logged one by one (netdevctl links lists them)"
+            #expect(started == ["netdevd started: \(count) links (\(count) routable), 0 devices; online\(note)"])
+            #expect(next.effects.contains(.noteActivity(links.map { .linkAdded(index: $0.index) })))
+        }
+    }
+
     @Test("changes during the enumeration are buffered silently, then replayed on the snapshot in order")
     func buffered() {
         let eth1 = Link(state: Fixture.state(3, "eth1"), addresses: [Fixture.v6])
