@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-paced soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -139,6 +139,13 @@ $(STATIC_CXX)/libstdc++.so:
 benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd --links $(LINKS) $(LOAD_ARGS)
+
+# netdevd's CPU per kernel message when the messages trickle in (Benchmarks/Daemon/paced.py): PAIRS veth pairs made
+# one `ip` at a time, as fast as the kernel sends at 20,000 links. As root.
+PAIRS ?= 300
+benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
+	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
+	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/paced.py --binary .build/release/netdevd --pairs $(PAIRS)
 
 # The soak (Benchmarks/Daemon/soak.py): the release netdevd, built as for benchmark-daemon, in the namespace harness,
 # through DURATION (300s, 5m, 1h) of seeded random churn over 2,000 links (veth pairs added and deleted, links up and

@@ -937,6 +937,23 @@ def idle(pid, seconds):
     return wakeups * 60 / seconds, started * 60 / seconds
 
 
+def start_profile(options, daemon, label):
+    """perf record of netdevd over one burst, into `--perf`-LABEL (the profile of each burst alone, so that two sizes
+    compare); None when no profile was asked for."""
+    if not options.perf:
+        return None
+    return subprocess.Popen(
+        ["perf", "record", "-q", "-e", options.perf_event, "-g", "-p", str(daemon.pid),
+         "-o", f"{options.perf}-{label.replace(' #', '-')}"]
+        + (["-F", "2000"] if options.perf_event == "cpu-clock" else []), stdout=subprocess.DEVNULL)
+
+
+def stop_profile(profiler):
+    if profiler:
+        profiler.send_signal(signal.SIGINT)
+        profiler.wait()
+
+
 def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald):
     """Runs one `ip -batch` and waits until netdevctl lists `expected` links; returns the counters before it and
     when `ip -batch` returned."""
@@ -979,6 +996,15 @@ def burst_costs(figures, label, before, daemon, journald, sampler, catalog, rss_
         count for _, count, _ in switches.values()) - sum(count for _, count, _ in before["switches"].values())
     figures[f"{label}: context switches / CPU by thread (threads that still exist)"] = switches_by_thread(
         before["switches"], switches, daemon.pid)
+    # The loop's thread sleeps when no message is waiting: a kernel that sends slowly wakes it once per few
+    # messages, one that sends fast hands it many at a time. Its CPU per wake-up is what a message costs apart from
+    # how fast the kernel sends them.
+    main_tid = str(daemon.pid)
+    if main_tid in switches and main_tid in before["switches"]:
+        woken = switches[main_tid][1] - before["switches"][main_tid][1]
+        spent = switches[main_tid][2] - before["switches"][main_tid][2]
+        figures[f"{label}: events per wake-up of the main thread / its CPU per wake-up (µs)"] = (
+            f"{events / max(woken, 1):.2f} / {spent * 1e6 / max(woken, 1):.0f}")
     figures[f"{label}: hook processes' CPU (s)"] = round(children - before["children"], 2)
     figures[f"{label}: journald CPU (s)"] = round(sum(proc_stat(p)[0] for p in journald) - before["journald"], 2)
     entries = journal_entries(daemon.pid)
@@ -1017,7 +1043,7 @@ def main():
                         "instead of hooks.d, so it runs for that event alone")
     parser.add_argument("--metrics", action="store_true",
                         help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at the burst's links")
-    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over the bursts into this file")
+    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over each burst into PERF-create and PERF-delete")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
     parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
                         "delete (where the memory an idle netdevd holds is)")
@@ -1072,10 +1098,6 @@ def main():
         figures["exec to READY=1, no links (ms)"] = round(daemon.ready_seconds() * 1000, 1)
         time.sleep(1)
         sampler = Sampler(daemon.pid)
-        if options.perf:
-            profiler = subprocess.Popen(
-                ["perf", "record", "-q", "-e", options.perf_event, "-g", "-p", str(daemon.pid), "-o", options.perf]
-                + (["-F", "2000"] if options.perf_event == "cpu-clock" else []), stdout=subprocess.DEVNULL)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
         save_smaps(options.smaps, daemon.pid, "idle")
         figures["RSS idle, anonymous / file pages (MiB)"] = (
@@ -1096,6 +1118,7 @@ def main():
                 create += [f"link add {pair_name(i)}a type veth peer name {pair_name(i)}b",
                            f"link set {pair_name(i)}a up", f"link set {pair_name(i)}b up"]
             hook_lines0 = sum(1 for _ in open(hook_log))
+            profiler = start_profile(options, daemon, label)
             before, returned = burst(figures, label, create, ctl, daemon, sampler, 2 * PAIRS, journald)
             if options.hook_event:
                 figures[f"{label}: the hook's runs ended, after ip -batch returned (s)"] = round(
@@ -1113,6 +1136,7 @@ def main():
             check_monitors(figures, label, monitors, ctl, daemon.socket_path)
             burst_costs(
                 figures, label, before, daemon, journald, sampler, catalog, f"RSS at {size()}", problems, ctl)
+            stop_profile(profiler)
 
             if round_number == 1 and options.list_rate:
                 hammered_burst(figures, ctl, daemon, options.list_rate)
@@ -1199,6 +1223,7 @@ def main():
             label = "delete" if options.rounds == 1 else f"delete #{round_number}"
             delete = [f"link del {pair_name(i)}a" for i in range(PAIRS)]
             hook_lines0 = sum(1 for _ in open(hook_log))
+            profiler = start_profile(options, daemon, label)
             before, returned = burst(figures, label, delete, ctl, daemon, sampler, 0, journald)
             problems = settle_drift(ctl, daemon.socket_path, tentative=False)
             if options.hook_event:
@@ -1211,10 +1236,8 @@ def main():
             time.sleep(2)
             check_monitors(figures, label, monitors, ctl, daemon.socket_path)
             burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems, ctl)
+            stop_profile(profiler)
             save_smaps(options.smaps, daemon.pid, label.replace(" #", "-"))
-        if options.perf:
-            profiler.send_signal(signal.SIGINT)
-            profiler.wait()
         if options.idle_seconds > 0:
             # Idle again: the bursts' threads, timers and hook supervision must not leave a wake-up behind.
             wakeups, threads = idle(daemon.pid, options.idle_seconds)

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""What netdevd's CPU per kernel message is when the messages trickle in: N veth pairs made one `ip link add` at a
+time (about 600 messages a second here, the rate at which the kernel sends them with 20,000 links present), against
+the load harness's one `ip -batch` (several thousand a second at 1,000 links).
+
+Prints netdevd's CPU per message, the messages per wake-up of its loop's thread and that thread's CPU per wake-up;
+with --perf FILE, a perf profile (cpu-clock) of netdevd over the pairs' creation. Runs inside
+Tests/Harness/in-netns.sh, like load.py (`make benchmark-paced`).
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import load
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--binary", required=True, help="the release netdevd")
+    parser.add_argument("--pairs", type=int, default=300, help="veth pairs, each made by an `ip` of its own")
+    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd into this file")
+    options = parser.parse_args()
+    if not os.environ.get("NETDEVD_TEST_HARNESS"):
+        sys.exit("paced.py runs inside Tests/Harness/in-netns.sh (make benchmark-paced)")
+
+    binary = os.path.realpath(options.binary)
+    workdir = tempfile.mkdtemp(prefix="netdevd-paced-", dir="/run")
+    ctl = os.path.join(workdir, "netdevctl")
+    os.symlink(binary, ctl)
+    hooks = os.path.join(workdir, "hooks.d")
+    os.makedirs(hooks)
+    open(os.path.join(workdir, "netdevd.conf"), "w").close()
+    daemon = load.Daemon(binary, workdir, "main", hooks)
+    profiler = None
+    try:
+        daemon.ready_seconds()
+        time.sleep(1)
+        if options.perf:
+            profiler = subprocess.Popen(
+                ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g", "-p", str(daemon.pid),
+                 "-o", options.perf], stdout=subprocess.DEVNULL)
+            time.sleep(0.5)
+        events = load.events_taken(ctl, daemon.socket_path)
+        switches = load.task_switches(daemon.pid)
+        cpu = load.proc_stat(daemon.pid)[0]
+        began = time.monotonic()
+        for i in range(options.pairs):
+            subprocess.run(["ip", "link", "add", f"pc{i}a", "type", "veth", "peer", "name", f"pc{i}b"], check=True)
+        made = time.monotonic() - began
+        # The last messages read and taken, and the device source's timers run out.
+        time.sleep(2)
+        cpu = load.proc_stat(daemon.pid)[0] - cpu
+        after = load.task_switches(daemon.pid)
+        events = load.events_taken(ctl, daemon.socket_path) - events
+        main_tid = str(daemon.pid)
+        woken = after[main_tid][1] - switches[main_tid][1]
+        spent = after[main_tid][2] - switches[main_tid][2]
+        figures = {
+            "pairs made, one ip each (s)": round(made, 1),
+            "events netdevd's loop took": events,
+            "events a second": round(events / made),
+            "netdevd CPU (s)": round(cpu, 2),
+            "netdevd CPU per event (µs)": round(cpu * 1e6 / max(events, 1), 1),
+            "events per wake-up of the main thread / its CPU per wake-up (µs)":
+                f"{events / max(woken, 1):.2f} / {spent * 1e6 / max(woken, 1):.0f}",
+            "context switches / CPU by thread": load.switches_by_thread(switches, after, daemon.pid),
+        }
+    finally:
+        if profiler:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait()
+        daemon.stop()
+        subprocess.run(["ip", "-batch", "-"], input="".join(f"link del pc{i}a\n" for i in range(options.pairs)),
+                       text=True, capture_output=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+    width = max(len(name) for name in figures)
+    for name, value in figures.items():
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()
