@@ -21,9 +21,9 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// has passed, so messages that trickle in (one every few milliseconds, as the kernel sends them when it is slow
 /// with many links) are read several at a time, not each with a wake-up of its own. A read that stopped at its limit
 /// is followed at once; messages further apart than two hold-offs are each read at once, as without one (holding
-/// off then would only add an empty wake-up). The descriptor is
-/// watched by the ``Poller``, not a Dispatch source (whose every event wakes libdispatch's manager thread twice); a
-/// Dispatch source only if the poller cannot be had (and then with no hold-off).
+/// off then would only add an empty wake-up). The descriptor is watched by the ``Poller``, not a Dispatch source
+/// (whose every event wakes libdispatch's manager thread twice); a Dispatch source only if the poller cannot be had
+/// (and then with no hold-off).
 public final class ReadableEventSource: EventSource {
     /// What one read found: the events, and whether the descriptor had nothing more (`false`: the read stopped at
     /// its limit, and more is waiting).
@@ -41,10 +41,10 @@ public final class ReadableEventSource: EventSource {
     }
 
     /// How long the kernel's monitors wait, after a read while messages stream in, before they are watched again.
-    /// Messages made 300 veth pairs apart, one `ip` each (600 a second, as the kernel sends them at 20,000 links):
-    /// netdevd's CPU per message 96.7 µs read one by one, 53.3 with 10 ms, 36.7 with 30 ms; at 1,000 links (one
-    /// `ip -batch`) 50.1 / 97.1 µs create / delete without, 30.5 / 57.8 with 30 ms. What it costs: a message that
-    /// follows another within 60 ms is seen up to 30 ms later.
+    /// `make benchmark-paced` (300 veth pairs made one `ip` at a time, as slowly as the kernel sends with 20,000
+    /// links): netdevd's CPU per message 63.3-86.7 µs read as they came, 30.0-36.7 with 30 ms (53.3 with 10 ms);
+    /// 1,000 links in one `ip -batch`: 50.1 / 97.1 µs create / delete without, 30.5 / 57.8 with 30 ms
+    /// (docs/PERFORMANCE.md). What it costs: a message that follows another within 60 ms is seen up to 30 ms later.
     public static let monitorHoldOff: Duration = .milliseconds(30)
 
     private let fileDescriptor: Int32
