@@ -179,7 +179,9 @@ struct NetdevctlKernelTests {
         try ip("link", "set", "md0", "name", "md2")
         _ = waitUntil { lines.output.contains("renamed") }
         try ip("link", "del", "md2")
-        _ = waitUntil { lines.output.contains("net device md2 removed") }
+        // Both ends' removals: udev reports them one after the other, and netdevd may read the second up to its
+        // hold-off later.
+        _ = waitUntil { ["md2", "md1"].allSatisfy { lines.output.contains("net device \($0) removed") } }
         let text = lines.output
         #expect(text.contains("] net device md0 added (/sys/devices/virtual/net/md0)\n"), "\(text)")
         #expect(text.contains("] net device md0 renamed to md2\n"), "\(text)")
