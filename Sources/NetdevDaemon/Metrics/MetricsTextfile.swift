@@ -33,9 +33,8 @@ public final class MetricsTextfile: Sendable {
         var sequence = -1
         /// A write is queued.
         var scheduled = false
-        /// When the last write started and when it ended, the file renamed into place (monotonic nanoseconds).
-        var lastStarted: UInt64?
-        var lastEnded: UInt64?
+        /// When the last write started (monotonic nanoseconds).
+        var lastWrite: UInt64?
         /// The file written last, to remove on a stop or a change of directory.
         var written: String?
         /// The reason of the failure logged last; `nil` while writes succeed.
@@ -105,16 +104,14 @@ public final class MetricsTextfile: Sendable {
         }
     }
 
-    /// Queues a write unless one is queued: now, or a second after the last one ended (after a failure, when the
-    /// next try is due). From its end, not its start: at 20,000 links a write takes a few hundred milliseconds on a
-    /// busy machine, and two files renamed into place 0.44 s apart were seen when the next began a second after the
-    /// last began.
+    /// Queues a write unless one is queued: now, or a second after the last one began (after a failure, when the
+    /// next try is due).
     private func schedule(_ state: inout State) {
         guard !state.scheduled else { return }
         state.scheduled = true
         let now = PollerTimer.now()
         let wait = max(intervalNanoseconds, state.retryNanoseconds)
-        let delay = state.lastEnded.map { last in last + wait > now ? last + wait - now : 0 }
+        let delay = state.lastWrite.map { last in last + wait > now ? last + wait - now : 0 }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay ?? 0))) { [weak self] in self?.write() }
     }
 
@@ -122,7 +119,7 @@ public final class MetricsTextfile: Sendable {
         let job = state.withLock { state -> (Model, String)? in
             state.scheduled = false
             guard !state.stopped, let model = state.latest, let directory = state.directory else { return nil }
-            state.lastStarted = PollerTimer.now()
+            state.lastWrite = PollerTimer.now()
             state.attempts += 1
             return (model, directory)
         }
@@ -131,7 +128,6 @@ public final class MetricsTextfile: Sendable {
         let path = directory + "/" + Self.fileName
         let problem = Self.replace(path, with: bytes)
         let notice = state.withLock { state -> (LogPriority, String)? in
-            state.lastEnded = PollerTimer.now()
             guard state.directory == directory, !state.stopped else {
                 // Stopped or moved while writing: the file just written is not wanted.
                 return problem == nil ? Self.removal(path).map { (.warning, $0) } : nil
@@ -155,10 +151,8 @@ public final class MetricsTextfile: Sendable {
 
     /// Whether a write is queued (tests check what a model did or did not cause without waiting a second).
     var isWriteQueued: Bool { state.withLock { $0.scheduled } }
-    /// When the last write began and ended (monotonic nanoseconds), and how many were tried: for tests.
-    var writes: (lastStarted: UInt64?, lastEnded: UInt64?, attempts: Int) {
-        state.withLock { ($0.lastStarted, $0.lastEnded, $0.attempts) }
-    }
+    /// When the last write began (monotonic nanoseconds), and how many were tried: for tests.
+    var writes: (lastStarted: UInt64?, attempts: Int) { state.withLock { ($0.lastWrite, $0.attempts) } }
     /// Returns once the write running now (if any) has finished, what it logs included.
     func settle() { queue.sync {} }
 
