@@ -286,6 +286,36 @@ struct MetricsTextfileTests {
         ) { priority, text in said.withLock { $0.append("\(priority.rawValue) \(text)") } }
     }
 
+    @Test("a change that comes while a slow write runs is written a second after that write ended, not before")
+    func slowWrites() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Each write takes 400 ms (its count of clients is slow to come), as a render does on a large host.
+        let renders = Protected(0)
+        let textfile = MetricsTextfile(
+            exporter: MetricsExporter(recorder: MetricsRecorder(), version: "1"),
+            clients: {
+                renders.withLock { $0 += 1 }
+                usleep(400_000)
+                return 0
+            },
+            intervalNanoseconds: 1_000_000_000, log: { _, _ in })
+        defer { textfile.stop() }
+        var ended: UInt64 = 0
+        for sequence in 1...3 {
+            textfile.accept(model(directory, sequence: sequence))
+            // The next change comes while this write renders.
+            #expect(waitFor { renders.withLock { $0 } == sequence })
+            if sequence > 1 {
+                let started = try #require(textfile.writes.lastStarted)
+                #expect(started >= ended + 1_000_000_000, "write \(sequence) began \(started - ended) ns after")
+            }
+            textfile.accept(model(directory, sequence: sequence + 10))
+            #expect(waitFor { textfile.writes.lastEnded.map { $0 > ended } == true })
+            ended = try #require(textfile.writes.lastEnded)
+        }
+    }
+
     @Test("written whole, readable by all, when the sequence changes, at most once per interval; removed at stop")
     func writes() throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -311,7 +341,7 @@ struct MetricsTextfileTests {
         // A new one is written at once (the last write is over a second old); the next not within the second.
         textfile.accept(model(directory, sequence: 2))
         #expect(waitFor { file(directory)?.contains("netdevd_control_clients 5") == true })
-        let written = try #require(textfile.writes.lastStarted)
+        let written = try #require(textfile.writes.lastEnded)
         clients.withLock { $0 = 7 }
         textfile.accept(model(directory, sequence: 3))
         #expect(waitFor { file(directory)?.contains("netdevd_control_clients 7") == true })

@@ -49,14 +49,15 @@ public final class ReadableEventSource: EventSource {
 
     private let fileDescriptor: Int32
     private let queue: DispatchQueue
-    private let holdOff: Duration
+    /// The hold-off in nanoseconds (0: none).
+    private let holdOff: UInt64
     private let read: @Sendable () throws -> Reading
     private let failure: Event
     private let problem: SourceProblem
     private let trim: MemoryTrim?
 
-    /// A source over `fileDescriptor`, read on `queue`, watched again `holdOff` after a read that drained it; each
-    /// read is reported to `trim`.
+    /// A source over `fileDescriptor`, read on `queue`; while messages stream in, watched again `holdOff` after a
+    /// read that drained it (a negative or zero hold-off: never held off); each read is reported to `trim`.
     public init(
         fileDescriptor: Int32,
         queue: DispatchQueue,
@@ -68,7 +69,11 @@ public final class ReadableEventSource: EventSource {
     ) {
         self.fileDescriptor = fileDescriptor
         self.queue = queue
-        self.holdOff = holdOff
+        let (seconds, attoseconds) = holdOff.components
+        self.holdOff =
+            seconds < 0 || (seconds == 0 && attoseconds <= 0)
+            // Capped at a day: twice it is compared with a monotonic clock's nanoseconds.
+            ? 0 : min(UInt64(seconds), 86_400) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
         self.trim = trim
         self.failure = failure
         self.problem = problem
@@ -86,11 +91,8 @@ public final class ReadableEventSource: EventSource {
         consumer: @escaping Consumer<Event>, stopped: (@Sendable () -> Void)?
     ) -> any Disposable {
         let subscription = Subscription()
-        let holdOff =
-            UInt64(holdOff.components.seconds) * 1_000_000_000
-            + UInt64(holdOff.components.attoseconds / 1_000_000_000)
         // Returns whether to hold off before the descriptor is watched again.
-        let readPending: @Sendable () -> Bool = { [read, failure, problem, trim] in
+        let readPending: @Sendable () -> Bool = { [read, failure, problem, trim, holdOff] in
             guard !subscription.cancelled else { return false }
             defer { trim?.noteActivity() }
             let now = holdOff > 0 ? PollerTimer.now() : 0

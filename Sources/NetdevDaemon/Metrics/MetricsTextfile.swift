@@ -14,8 +14,9 @@ import Glibc
 /// one), readable by all (node_exporter runs as its own user).
 ///
 /// Written when something changed (the model's change sequence, a hook's counts), at most once a second: a burst
-/// of changes is one write, the next a second after it (counts that change with every event, such as the events
-/// taken, are as of the last write). Nothing is rendered or scheduled while the directory is unset, and an idle
+/// of changes is one write, the next a second after it ended (so files are renamed into place a second apart even
+/// when a render on a large host takes a large part of a second; counts that change with every event, such as the
+/// events taken, are as of the last write). Nothing is rendered or scheduled while the directory is unset, and an idle
 /// netdevd writes nothing. A write that fails is logged once per distinct reason (and once when writing works
 /// again) and tried again after 5 s, then less often, up to a minute apart; netdevd goes on. A directory changed
 /// by a reload takes the file along (the old one is removed), and a clean stop removes it, so node_exporter does
@@ -31,10 +32,13 @@ public final class MetricsTextfile: Sendable {
         var directory: String?
         var latest: Model?
         var sequence = -1
-        /// A write is queued.
+        /// A write is wanted: queued, or to be queued when the one running now ends.
         var scheduled = false
-        /// When the last write started (monotonic nanoseconds).
-        var lastWrite: UInt64?
+        /// A write is running (on `queue`).
+        var writing = false
+        /// When the last write started and ended (monotonic nanoseconds).
+        var lastStarted: UInt64?
+        var lastEnded: UInt64?
         /// The file written last, to remove on a stop or a change of directory.
         var written: String?
         /// The reason of the failure logged last; `nil` while writes succeed.
@@ -104,14 +108,20 @@ public final class MetricsTextfile: Sendable {
         }
     }
 
-    /// Queues a write unless one is queued: now, or a second after the last one began (after a failure, when the
-    /// next try is due).
+    /// Asks for a write unless one is asked for already. While a write runs, its end queues the next; otherwise it
+    /// is queued now.
     private func schedule(_ state: inout State) {
         guard !state.scheduled else { return }
         state.scheduled = true
+        if !state.writing { queueWrite(state) }
+    }
+
+    /// Queues the write asked for: now, or a second after the last one ended (after a failure, when the next try is
+    /// due).
+    private func queueWrite(_ state: State) {
         let now = PollerTimer.now()
         let wait = max(intervalNanoseconds, state.retryNanoseconds)
-        let delay = state.lastWrite.map { last in last + wait > now ? last + wait - now : 0 }
+        let delay = state.lastEnded.map { last in last + wait > now ? last + wait - now : 0 }
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: delay ?? 0))) { [weak self] in self?.write() }
     }
 
@@ -119,7 +129,8 @@ public final class MetricsTextfile: Sendable {
         let job = state.withLock { state -> (Model, String)? in
             state.scheduled = false
             guard !state.stopped, let model = state.latest, let directory = state.directory else { return nil }
-            state.lastWrite = PollerTimer.now()
+            state.writing = true
+            state.lastStarted = PollerTimer.now()
             state.attempts += 1
             return (model, directory)
         }
@@ -128,6 +139,10 @@ public final class MetricsTextfile: Sendable {
         let path = directory + "/" + Self.fileName
         let problem = Self.replace(path, with: bytes)
         let notice = state.withLock { state -> (LogPriority, String)? in
+            state.writing = false
+            state.lastEnded = PollerTimer.now()
+            // A model that came while this write ran is written a second after it ended.
+            defer { if state.scheduled && !state.stopped { queueWrite(state) } }
             guard state.directory == directory, !state.stopped else {
                 // Stopped or moved while writing: the file just written is not wanted.
                 return problem == nil ? Self.removal(path).map { (.warning, $0) } : nil
@@ -135,7 +150,7 @@ public final class MetricsTextfile: Sendable {
             if let problem {
                 // Tried again later without a change (the directory may be created meanwhile), less often each time.
                 state.retryNanoseconds = min(max(state.retryNanoseconds * 2, 5_000_000_000), 60_000_000_000)
-                schedule(&state)
+                state.scheduled = true
                 defer { state.failing = problem }
                 return state.failing == problem
                     ? nil
@@ -151,8 +166,10 @@ public final class MetricsTextfile: Sendable {
 
     /// Whether a write is queued (tests check what a model did or did not cause without waiting a second).
     var isWriteQueued: Bool { state.withLock { $0.scheduled } }
-    /// When the last write began (monotonic nanoseconds), and how many were tried: for tests.
-    var writes: (lastStarted: UInt64?, attempts: Int) { state.withLock { ($0.lastWrite, $0.attempts) } }
+    /// When the last write began and ended (monotonic nanoseconds), and how many were tried: for tests.
+    var writes: (lastStarted: UInt64?, lastEnded: UInt64?, attempts: Int) {
+        state.withLock { ($0.lastStarted, $0.lastEnded, $0.attempts) }
+    }
     /// Returns once the write running now (if any) has finished, what it logs included.
     func settle() { queue.sync {} }
 
