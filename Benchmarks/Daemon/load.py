@@ -640,11 +640,12 @@ def stuck_monitor(figures, daemon, label):
         f"{rss_before:.1f} / {rss_cut:.1f} / {proc_status(daemon.pid, 'VmRSS'):.1f}")
 
 
-def textfile_writes(figures, daemon, ctl, workdir, enabled):
+def textfile_writes(figures, daemon, ctl, workdir, enabled, options):
     """The metrics textfile at the burst's links: turned on by a reload (unless --metrics had it on from the start),
     then how often netdevd writes it while links keep changing (up to 2,000 pairs' links down and up), what a
     write costs netdevd (one link changed, then quiet: netdevd's CPU over it by the writes it made, median of 5),
-    and whether `promtool check metrics` finds it clean. Turned off again after, so the starts below do not write it."""
+    and whether `promtool check metrics` finds it clean. Turned off again after, so the starts below do not write it.
+    With --perf, the five changes are profiled into PERF-textfile."""
     config = os.path.join(workdir, "netdevd.conf")
     directory = os.path.join(workdir, "textfile")
     path = os.path.join(directory, "netdevd.prom")
@@ -672,6 +673,7 @@ def textfile_writes(figures, daemon, ctl, workdir, enabled):
         raise RuntimeError("netdevd did not write its metrics textfile within 10 s of the reload")
     time.sleep(1.5)
     costs, counts = [], []
+    profiler = start_profile(options, daemon, "textfile")
     for attempt in range(5):
         inode = written()
         cpu_before, _ = proc_stat(daemon.pid)
@@ -689,6 +691,7 @@ def textfile_writes(figures, daemon, ctl, workdir, enabled):
             time.sleep(0.01)
         costs.append((proc_stat(daemon.pid)[0] - cpu_before) / count)
         counts.append(count)
+    stop_profile(profiler)
     subprocess.run(["ip", "link", "set", f"{pair_name(2)}a", "up"], check=True)
     # Links down and up, watched for writes (each replaces the file: a new inode).
     flapped = min(PAIRS, 2000)
@@ -1064,7 +1067,8 @@ def main():
                         "instead of hooks.d, so it runs for that event alone")
     parser.add_argument("--metrics", action="store_true",
                         help="[Metrics] TextfileDirectory= set, and netdevctl metrics timed at the burst's links")
-    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over each burst into PERF-create and PERF-delete")
+    parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over each burst into PERF-create and "
+                        "PERF-delete, and over the textfile's writes for one link's change into PERF-textfile")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
     parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
                         "delete (where the memory an idle netdevd holds is)")
@@ -1190,7 +1194,7 @@ def main():
                     round(statistics.median(t[1] for t in times[1:]) * 1000, 1))
                 figures[f"metrics text at {size()} (bytes, series)"] = (
                     len(text.encode()), sum(1 for line in text.splitlines() if not line.startswith("#")))
-                textfile_writes(figures, daemon, ctl, workdir, options.metrics)
+                textfile_writes(figures, daemon, ctl, workdir, options.metrics, options)
                 # netdevd's own start, not udevd's backlog: udevd may still be running the burst's rules.
                 subprocess.run(["udevadm", "settle", "-t", "30"], check=False)
                 # Nor the kernel's: after the bursts above it may still be adding the links' IPv6 addresses (at
