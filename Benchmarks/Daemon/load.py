@@ -296,11 +296,16 @@ class Daemon:
 
 
 class Sampler:
-    """Samples VmRSS every 20 ms; `peak` is the highest sample since the last reset."""
+    """Samples VmRSS every 20 ms; `peak` is the highest sample since the last reset. With `smaps` (a directory),
+    /proc/PID/smaps is copied there as smaps-LABEL-peak whenever the burst's peak grows by 1 MiB or more (where the
+    memory is held at the peak)."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, smaps=None):
         self.pid = pid
         self.peak = 0.0
+        self.smaps = smaps
+        self.label = None
+        self.saved = 0.0
         self.running = True
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -309,12 +314,17 @@ class Sampler:
         while self.running:
             try:
                 self.peak = max(self.peak, proc_status(self.pid, "VmRSS"))
+                if self.smaps and self.label and self.peak >= self.saved + 1:
+                    self.saved = self.peak
+                    save_smaps(self.smaps, self.pid, f"{self.label}-peak")
             except (FileNotFoundError, ProcessLookupError):
                 return
             time.sleep(0.02)
 
-    def reset(self):
+    def reset(self, label=None):
         self.peak = 0.0
+        self.saved = 0.0
+        self.label = label.replace(" #", "-") if label else None
 
     def stop(self):
         self.running = False
@@ -992,7 +1002,7 @@ def burst(figures, label, batch_lines, ctl, daemon, sampler, expected, journald)
         "entries": journal_entries(daemon.pid), "switches": task_switches(daemon.pid),
         "events": events_taken(ctl, daemon.socket_path),
     }
-    sampler.reset()
+    sampler.reset(label)
     started = time.monotonic()
     subprocess.run(["ip", "-batch", batch], check=True)
     returned = time.monotonic()
@@ -1070,8 +1080,8 @@ def main():
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd over each burst into PERF-create and "
                         "PERF-delete, and over the textfile's writes for one link's change into PERF-textfile")
     parser.add_argument("--perf-event", default="cpu-clock", help="the event --perf samples")
-    parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle and after each "
-                        "delete (where the memory an idle netdevd holds is)")
+    parser.add_argument("--smaps", help="copy netdevd's /proc/PID/smaps into this directory when idle, after each "
+                        "delete (where the memory an idle netdevd holds is) and at each burst's peak (LABEL-peak)")
     options = parser.parse_args()
     global PAIRS
     PAIRS = max(1, options.links // 2)
@@ -1117,7 +1127,7 @@ def main():
     try:
         figures["exec to READY=1, no links (ms)"] = round(daemon.ready_seconds() * 1000, 1)
         time.sleep(1)
-        sampler = Sampler(daemon.pid)
+        sampler = Sampler(daemon.pid, options.smaps)
         figures["RSS idle (MiB)"] = round(proc_status(daemon.pid, "VmRSS"), 1)
         save_smaps(options.smaps, daemon.pid, "idle")
         figures["RSS idle, anonymous / file pages (MiB)"] = (
