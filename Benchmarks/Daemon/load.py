@@ -703,7 +703,9 @@ def textfile_writes(figures, daemon, ctl, workdir, enabled, options):
         counts.append(count)
     stop_profile(profiler)
     subprocess.run(["ip", "link", "set", f"{pair_name(2)}a", "up"], check=True)
-    # Links down and up, watched for writes (each replaces the file: a new inode).
+    # Links down and up, watched for writes (each replaces the file: a new inode). The time between two is that of
+    # their last bytes written (mtime), not of when this loop saw them, which on a machine this busy can be late by a
+    # large part of a second.
     flapped = min(PAIRS, 2000)
     writes = []
     inode = written()
@@ -715,7 +717,10 @@ def textfile_writes(figures, daemon, ctl, workdir, enabled, options):
     while quiet_after is None or time.monotonic() < quiet_after:
         now = written()
         if now != inode:
-            writes.append(time.monotonic())
+            try:
+                writes.append(os.stat(path).st_mtime_ns / 1e9)
+            except FileNotFoundError:
+                pass
             inode = now
         if quiet_after is None and flapping.poll() is not None:
             quiet_after = time.monotonic() + 2.5

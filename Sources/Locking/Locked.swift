@@ -34,7 +34,9 @@ public final class Locked<State>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state. `body` must not call `withLock` on the same lock.
     @inlinable
-    public func withLock<Result>(_ body: (inout State) throws -> Result) rethrows -> Result {
+    public func withLock<Result, Failure: Error>(
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)

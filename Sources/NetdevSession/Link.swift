@@ -195,6 +195,17 @@ public struct Link: Codable, Sendable, Equatable {
         return .carrier
     }
 
+    /// What a one-line summary of the link shows (its metrics, a table's row), read from its box at once: unlike
+    /// ``state``, which copies the whole of it, nothing is copied but the name.
+    public var summary:
+        (index: Int32, name: String, operationalState: OperationalState, hasCarrier: Bool, addresses: Int)
+    {
+        (
+            parts.fields.state.index, parts.fields.state.name, operationalState, parts.fields.state.hasLowerUp,
+            parts.fields.addresses.count
+        )
+    }
+
     /// `true` when the link has a usable global address of `family`.
     public func hasRoutableAddress(_ family: AddressFamily) -> Bool {
         addresses.contains { $0.family == family && $0.isRoutable }

@@ -75,6 +75,20 @@ public final class MetricsExporter: Sendable {
         render(model, clients: connections, quoted: false)
     }
 
+    /// The text of ``render(_:clients:)`` handed to `write` as it is made, in pieces of `chunk` bytes or a little
+    /// more (the last one less): a file at 20,000 links is written without its 12 MB in memory at once. An error
+    /// `write` throws ends the render.
+    public func render<Failure: Error>(
+        _ model: Model, clients connections: Int, chunk: Int, to write: ([UInt8]) throws(Failure) -> Void
+    ) throws(Failure) {
+        let rest = try withSeries { series, counts, events throws(Failure) in
+            var text = Self.setAndEmit(model, counts, events: events, clients: connections, into: &series)
+            try series.links.render(model, counts, into: &text, chunk: chunk, flush: write)
+            return text
+        }
+        if !rest.isEmpty { try write(rest) }
+    }
+
     /// `GetMetrics`' reply parameters, `{"text": ...}`, the text of ``render(_:clients:)`` as a JSON string written
     /// as it is made (at 20,000 links, not 12 MB of text and then 15 MB of reply with it copied in).
     public func replyParameters(_ model: Model, clients connections: Int) -> [UInt8] {
@@ -82,13 +96,22 @@ public final class MetricsExporter: Sendable {
     }
 
     private func render(_ model: Model, clients connections: Int, quoted: Bool) -> [UInt8] {
-        // Emitted under the same lock: a counter is set by a reset and an increment, which no emit may fall between.
-        series.withLock { made in
-            // Counts taken under the lock too: of two renders at once, the later never publishes older counts.
+        withSeries { series, counts, events in
+            Self.render(model, counts, events: events, clients: connections, quoted: quoted, into: &series)
+        }
+    }
+
+    /// Runs `body` with the series (made at the first call), the recorder's counts and its events taken, all under
+    /// the lock: a counter is set by a reset and an increment, which no emit may fall between; and of two renders
+    /// at once, the later never publishes older counts.
+    private func withSeries<Result, Failure: Error>(
+        _ body: (inout Series, MetricsRecorder.Counts, Int) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        try series.withLock { made throws(Failure) in
             let counts = recorder.snapshot()
             let events = recorder.eventCount
             if made == nil { made = Series(version: version) }
-            return Self.render(model, counts, events: events, clients: connections, quoted: quoted, into: &made!)
+            return try body(&made!, counts, events)
         }
     }
 
@@ -97,6 +120,25 @@ public final class MetricsExporter: Sendable {
     private static func render(
         _ model: Model, _ counts: MetricsRecorder.Counts, events: Int, clients: Int, quoted: Bool,
         into series: inout Series
+    ) -> [UInt8] {
+        let text = setAndEmit(model, counts, events: events, clients: clients, into: &series)
+        guard quoted else {
+            var text = text
+            series.links.render(model, counts, into: &text)
+            return text
+        }
+        var reply = Array(#"{"text":"#.utf8)
+        JSONString.append(utf8: text, to: &reply)
+        // The string goes on with the links' families: its closing quote comes after them.
+        reply.removeLast()
+        series.links.render(model, counts, into: &reply, quoted: true)
+        reply.append(contentsOf: #""}"#.utf8)
+        return reply
+    }
+
+    /// Sets every series from `model` and `counts` and returns the registry's text (the families but the links').
+    private static func setAndEmit(
+        _ model: Model, _ counts: MetricsRecorder.Counts, events: Int, clients: Int, into series: inout Series
     ) -> [UInt8] {
         set(series.events, to: events)
         set(series.resyncs, to: model.counters.resyncs)
@@ -121,17 +163,7 @@ public final class MetricsExporter: Sendable {
         // Into a buffer of its own: the registry's emitToBuffer() keeps its buffer (600 KB at 1,000 links) for good.
         var text: [UInt8] = []
         series.registry.emit(into: &text)
-        guard quoted else {
-            series.links.render(model, counts, into: &text)
-            return text
-        }
-        var reply = Array(#"{"text":"#.utf8)
-        JSONString.append(utf8: text, to: &reply)
-        // The string goes on with the links' families: its closing quote comes after them.
-        reply.removeLast()
-        series.links.render(model, counts, into: &reply, quoted: true)
-        reply.append(contentsOf: #""}"#.utf8)
-        return reply
+        return text
     }
 
     private static func renderDevices(_ model: Model, into series: inout Series) {
