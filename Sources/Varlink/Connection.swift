@@ -38,8 +38,6 @@ final class Connection: @unchecked Sendable {
     private var waitingBytes = 0
     /// Since when replies have been waiting for the client to read them with none read (monotonic ns), or `nil`.
     private var outputStalledSince: UInt64?
-    /// Bytes of replies written or dropped since the server was last told (``VarlinkServer/releasedBytes``).
-    private var letGo = 0
     private var current: VarlinkReplier?
     /// Reading stopped because ``VarlinkLimits/maximumPendingCalls`` calls wait (the read source is suspended).
     private var readPaused = false
@@ -90,9 +88,7 @@ final class Connection: @unchecked Sendable {
     /// error). See ``closeIfStalled(now:limit:limitText:)`` for one that never reads again.
     private func cutOffTooSlow(kind: String, because reason: String) {
         toldTooSlow = true
-        let pending = output.count
         output.dropUnbegunMessages()
-        letGo += pending - output.count
         // Dropping is right: an error name without parameters cannot fail to encode, and the close says the rest.
         output.append((try? VarlinkFraming.encode(VarlinkReply(parameters: [:], error: clientTooSlow))) ?? [])
         outputStalledSince = Self.monotonicNanoseconds()
@@ -245,17 +241,13 @@ final class Connection: @unchecked Sendable {
         defer {
             if output.isEmpty {
                 outputStalledSince = nil
-                noteLetGo()
             } else if output.count < before || outputStalledSince == nil {
                 outputStalledSince = Self.monotonicNanoseconds()
             }
         }
         while !output.isEmpty && !isClosed {
             let written = output.write { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written > 0 {
-                letGo += written
-                continue
-            }
+            if written > 0 { continue }
             if written < 0 && errno == EINTR { continue }
             if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 waitForWritable()
@@ -286,21 +278,11 @@ final class Connection: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
-        // What is left goes with the connection.
-        letGo += output.count
-        noteLetGo()
         stopReadingAndCalls()
         writeSource?.cancel()
         writeSource = nil
         if liveSources == 0 { Glibc.close(fd) }
         server?.closed(self)
-    }
-
-    /// Tells the server once ``VarlinkServer/releasedBytes`` were let go.
-    private func noteLetGo() {
-        guard letGo >= VarlinkServer.releasedBytes else { return }
-        letGo = 0
-        server?.outputReleased()
     }
 
     /// Counts `source` as live until its cancellation completes (on `queue`), then closes `fd` if the connection is

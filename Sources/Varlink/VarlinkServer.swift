@@ -26,7 +26,6 @@ public final class VarlinkServer: Sendable {
     private let product: String
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
-    private let released: @Sendable () -> Void
     private let throttle = NoticeThrottle()
     /// A descriptor held in reserve (/dev/null) for ``shedOneConnection(reason:)``; -1 while it is not.
     private let spare = Locked<Int32>(-1)
@@ -47,10 +46,7 @@ public final class VarlinkServer: Sendable {
     }
 
     /// Serves `interfaces` on the already listening socket `fileDescriptor` (socket activation). A shed client is
-    /// told `overloadErrors`, by default named after the first interface. `released` is called, on the server's
-    /// queue, whenever a connection has let go of ``releasedBytes`` or more of replies (written or dropped) since it
-    /// was last called for that connection and has nothing left to write: the memory is free, for a process that
-    /// gives memory back to the system after a burst.
+    /// told `overloadErrors`, by default named after the first interface.
     public init(
         listening fileDescriptor: Int32,
         interfaces: [VarlinkInterface],
@@ -60,8 +56,7 @@ public final class VarlinkServer: Sendable {
         url: String,
         limits: VarlinkLimits = VarlinkLimits(),
         overloadErrors: VarlinkOverloadErrors? = nil,
-        notify: @escaping @Sendable (VarlinkNotice) -> Void = { _ in },
-        released: @escaping @Sendable () -> Void = {}
+        notify: @escaping @Sendable (VarlinkNotice) -> Void = { _ in }
     ) {
         listener = fileDescriptor
         self.product = product
@@ -69,7 +64,6 @@ public final class VarlinkServer: Sendable {
             overloadErrors ?? VarlinkOverloadErrors(interface: interfaces.first?.name ?? "org.varlink.service")
         self.limits = limits
         self.notify = notify
-        self.released = released
         var all = Dictionary(interfaces.map { ($0.name, $0) }, uniquingKeysWith: { _, last in last })
         info = [
             "vendor": .string(vendor), "product": .string(product), "version": .string(version), "url": .string(url),
@@ -312,14 +306,6 @@ public final class VarlinkServer: Sendable {
     func say(_ severity: VarlinkNotice.Severity, kind: String, _ message: String) {
         guard let heldBack = throttle.admit(kind) else { return }
         notify(VarlinkNotice(severity: severity, message: message + NoticeThrottle.suffix(heldBack)))
-    }
-
-    /// How many bytes of replies a connection lets go of before the `released` given at init is called.
-    public static let releasedBytes = 1 << 20
-
-    /// A connection let go of ``releasedBytes`` or more. On the queue.
-    func outputReleased() {
-        released()
     }
 
     func closed(_ connection: Connection) {

@@ -9,8 +9,6 @@ final class TestServer {
     let server: VarlinkServer
     let ticks = Ticks()
     let notices = Protected<[VarlinkNotice]>([])
-    /// How many times the server said a connection let go of a MiB of replies.
-    let released = Protected(0)
 
     init(limits: VarlinkLimits = VarlinkLimits()) throws {
         let ticks = self.ticks
@@ -35,9 +33,8 @@ final class TestServer {
         )
         server = VarlinkServer(
             listening: try VarlinkServer.listen(on: path), interfaces: [interface], vendor: "test", product: "test",
-            version: "1", url: "https://example.org", limits: limits,
-            notify: { [notices] notice in notices.withLock { $0.append(notice) } },
-            released: { [released] in released.withLock { $0 += 1 } })
+            version: "1", url: "https://example.org", limits: limits
+        ) { [notices] notice in notices.withLock { $0.append(notice) } }
         server.start()
     }
 

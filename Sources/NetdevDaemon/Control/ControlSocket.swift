@@ -6,9 +6,9 @@ import Varlink
 /// netdevd's own. A socket that cannot be made is said and netdevd goes on without one.
 enum ControlSocket {
     /// Serves `control` with `options`' socket path and limits; `say` reports how it is served, `notify` what its
-    /// clients did; `trim` is told when clients' replies let go of memory. `nil` when there is no socket.
+    /// clients did. `nil` when there is no socket.
     static func serve(
-        _ control: ControlService, options: DaemonOptions, trim: MemoryTrim, say: (LogPriority, String) -> Void,
+        _ control: ControlService, options: DaemonOptions, say: (LogPriority, String) -> Void,
         notify: @escaping @Sendable (VarlinkNotice) -> Void
     ) -> VarlinkServer? {
         let listening: Int32
@@ -34,8 +34,7 @@ enum ControlSocket {
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
             version: Daemon.version, url: "", limits: limits,
-            overloadErrors: VarlinkOverloadErrors(interface: control.interface.name), notify: notify,
-            released: { trim.noteActivityElsewhere() })
+            overloadErrors: VarlinkOverloadErrors(interface: control.interface.name), notify: notify)
         server.start()
         return server
     }

@@ -7,9 +7,7 @@ import Glibc
 
 /// Gives the memory of a burst back to the system once netdevd has been quiet for a second: glibc keeps freed
 /// memory in its heap, so without this the RSS after a burst stays at the burst's peak. One timer, armed at the
-/// first activity after a quiet spell and re-armed at most once a second while activity goes on. Activity is a
-/// kernel monitor's read, or control clients' replies let go (monitors that catch up on a burst's changes after
-/// the kernel went quiet: at 20,000 links with 10 of them, 12 MiB of heap stayed resident after the delete burst).
+/// first activity after a quiet spell and re-armed at most once a second while activity goes on.
 ///
 /// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
 /// and ``noteActivity()`` is called.
@@ -19,13 +17,11 @@ public final class MemoryTrim: @unchecked Sendable {
     private var armed = false
     /// When something last happened (``PollerTimer/now()``).
     private var lastActivity: UInt64 = 0
-    private let queue: DispatchQueue
     /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
     private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
 
     /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
     public init(queue: DispatchQueue) {
-        self.queue = queue
         timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
     }
 
@@ -35,11 +31,6 @@ public final class MemoryTrim: @unchecked Sendable {
         guard !armed else { return }
         armed = true
         timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
-    }
-
-    /// Something was let go elsewhere; from any queue.
-    func noteActivityElsewhere() {
-        queue.async { [self] in noteActivity() }
     }
 
     private func fired() {

@@ -24,7 +24,6 @@ final class DaemonParts: Sendable {
     private let journal: JournalSink
     private let options: DaemonOptions
     private let server = Locked<VarlinkServer?>(nil)
-    private let trim: MemoryTrim
 
     init(
         options: DaemonOptions, configuration: Configuration, kernel: KernelMonitors, journal: JournalSink,
@@ -34,7 +33,6 @@ final class DaemonParts: Sendable {
         self.journal = journal
         let problem: SourceProblem = { text in journal.post(.warning, text) }
         let trim = MemoryTrim(queue: loopQueue)
-        self.trim = trim
         let devices = DeviceEventSource(
             monitor: kernel.udev, follow: options.udevSource == .auto, udevdRunning: kernel.udevdRunning,
             queue: loopQueue, trim: trim, problem: problem, say: journal.post)
@@ -97,7 +95,7 @@ final class DaemonParts: Sendable {
 
     /// Opens the control socket and starts the loop (which initiates the session: enumeration, then READY=1).
     func start() {
-        let started = ControlSocket.serve(control, options: options, trim: trim, say: journal.say) { [journal] notice in
+        let started = ControlSocket.serve(control, options: options, say: journal.say) { [journal] notice in
             let priority: LogPriority =
                 switch notice.severity {
                 case .error: .error
