@@ -143,7 +143,7 @@ let package = Package(
         // (make benchmark-large-host).
         .executableTarget(
             name: "LargeHost",
-            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "JSONCoding"],
+            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "JSONCoding", "CLinux"],
             path: "Benchmarks/LargeHost",
             swiftSettings: strict
         ),

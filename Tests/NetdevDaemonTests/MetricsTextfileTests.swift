@@ -110,7 +110,10 @@ struct MetricsTextfileTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/netdevd.prom"
-        #expect(MetricsTextfile.replace(path) { put throws(MetricsTextfile.WriteFailure) in try put(Array("old\n".utf8)) } == nil)
+        let written = MetricsTextfile.replace(path) { put throws(MetricsTextfile.WriteFailure) in
+            try put(Array("old\n".utf8))
+        }
+        #expect(written == nil)
         let problem = MetricsTextfile.replace(path) { put throws(MetricsTextfile.WriteFailure) in
             try put(Array("new, cut short\n".utf8))
             throw MetricsTextfile.WriteFailure(problem: "No space left on device")

@@ -205,7 +205,9 @@ struct LinkMetricsText {
     }
 
     /// Writes family `family`'s series for `lines` (not its header), with `pieces`.
-    private static func write(_ family: Int, _ lines: UnsafeBufferPointer<Line>, _ pieces: Pieces, _ out: inout Cursor) {
+    private static func write(
+        _ family: Int, _ lines: UnsafeBufferPointer<Line>, _ pieces: Pieces, _ out: inout Cursor
+    ) {
         let (one, zero, closing, pointZero, newline) =
             (pieces.one, pieces.zero, pieces.closing, pieces.pointZero, pieces.newline)
         let name = pieces.names[family]
