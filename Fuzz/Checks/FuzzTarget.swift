@@ -354,7 +354,9 @@ final class MethodsFixture: Sendable {
 
     /// GetMetrics renders the fixture's model through a real exporter.
     static let exporter = MetricsExporter(recorder: MetricsRecorder(), version: "0")
-    let service = ControlService(metricsReply: { model in MethodsFixture.exporter.replyParameters(model, clients: 0) })
+    let service = ControlService(metricsReply: { model, reply in
+        MethodsFixture.exporter.replyParameters(model, clients: 0, into: &reply)
+    })
     let server: VarlinkServer
     let view: MobiusCore.Connection<Model>
 

@@ -68,6 +68,21 @@ public final class VarlinkReplier: Sendable {
         deliver(self, message, !last)
     }
 
+    /// Sends the last reply, its parameters (JSON text, an object) appended by `parameters` straight into the
+    /// message: a reply of megabytes is not made and then copied into its frame (two of it in memory at once).
+    public func reply(writingParameters parameters: (inout [UInt8]) -> Void) {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.finished && !state.cancelled else { return false }
+            state.finished = true
+            return true
+        }
+        guard accepted else { return }
+        var message = Self.final
+        parameters(&message)
+        message += [UInt8(ascii: "}"), 0]
+        deliver(self, message, false)
+    }
+
     /// Sends several replies of a `more` call that all continue, parameters already JSON text, as one delivery: a
     /// connection writes them with one `send`. A monitor that falls behind a burst gets what piled up at once, not
     /// one write per change. Without `more` only the first is sent, and it is the last.

@@ -24,6 +24,24 @@ struct ReplierTests {
         #expect(cancelled.withLock { $0 } == 1)
         #expect(replier.isCancelled)
     }
+
+    @Test("a reply whose parameters are written into its message is framed as one encoded first, and is the last")
+    func writtenParameters() {
+        let messages = Protected<[([UInt8], Bool)]>([])
+        let deliver: @Sendable (VarlinkReplier, [UInt8], Bool) -> Void = { _, message, continues in
+            messages.withLock { $0.append((message, continues)) }
+        }
+        let parameters = Array(#"{"text":"a\nb"}"#.utf8)
+        VarlinkReplier(call: VarlinkCall(method: "io.netdevd.GetMetrics"), deliver: deliver)
+            .reply(encodedParameters: parameters)
+        let written = VarlinkReplier(call: VarlinkCall(method: "io.netdevd.GetMetrics"), deliver: deliver)
+        written.reply(writingParameters: { $0 += parameters })
+        written.reply(writingParameters: { $0 += parameters })
+        let sent = messages.withLock { $0 }
+        #expect(sent.count == 2, "a second reply after the last was sent")
+        #expect(sent.first?.0 == Array(#"{"parameters":{"text":"a\nb"}}"#.utf8) + [0])
+        #expect(sent.last?.0 == sent.first?.0 && sent.last?.1 == false)
+    }
 }
 
 @Suite("Method signatures read from an interface description")

@@ -65,18 +65,18 @@ public final class ControlService: Sendable {
     /// One refusal line per 10 s: a client looping on Reload must not flood the journal.
     private let refusals = NoticeThrottle()
 
-    /// `GetMetrics`' reply parameters for a model, its metrics text as a JSON string
-    /// (``MetricsExporter/replyParameters(_:clients:)``).
-    private let metrics: (@Sendable (Model) -> [UInt8])?
+    /// Appends `GetMetrics`' reply parameters for a model, its metrics text as a JSON string
+    /// (``MetricsExporter/replyParameters(_:clients:into:)``), to the reply's message.
+    private let metrics: (@Sendable (Model, inout [UInt8]) -> Void)?
 
     /// How many hooks run for each event and how many files are refused, for `CountHooks`.
     private let hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))?
 
-    /// A service with no model yet; `metricsReply` renders `GetMetrics`' reply parameters (not the bare text) and
+    /// A service with no model yet; `metricsReply` appends `GetMetrics`' reply parameters (not the bare text) and
     /// `hookCounts` answers `CountHooks` (without them those methods answer `NotRunning`); `refused` hears of calls
     /// refused for want of permission.
     public init(
-        metricsReply metrics: (@Sendable (Model) -> [UInt8])? = nil,
+        metricsReply metrics: (@Sendable (Model, inout [UInt8]) -> Void)? = nil,
         hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
         refused: @escaping @Sendable (String) -> Void = { _ in }
     ) {
@@ -243,7 +243,7 @@ public final class ControlService: Sendable {
                         return
                     }
                     withLatest { model in
-                        replier.reply(encodedParameters: metrics(model))
+                        replier.reply(writingParameters: { message in metrics(model, &message) })
                     }
                 },
                 "CountHooks": { [self] _, _, replier in

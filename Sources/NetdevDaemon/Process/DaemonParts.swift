@@ -84,7 +84,7 @@ final class DaemonParts: Sendable {
         let server = server
         let clients: @Sendable () -> Int = { server.withLock { $0?.connectionCount } ?? 0 }
         control = ControlService(
-            metricsReply: { model in exporter.replyParameters(model, clients: clients()) },
+            metricsReply: { model, reply in exporter.replyParameters(model, clients: clients(), into: &reply) },
             hookCounts: { hooks.counts() },
             refused: { text in journal.post(.warning, text) })
         controller.connectView(control.view)
