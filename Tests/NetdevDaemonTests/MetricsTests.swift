@@ -165,18 +165,30 @@ struct MetricsTests {
         #expect(values.keys.filter { $0.hasPrefix("netdevd_link_") }.isEmpty)
     }
 
+    /// A running model with a random number of links in `links`, named by `name`, each up or down at random; about
+    /// half of them noted by `recorder` (so they have a last change).
+    static func randomModel(
+        links: ClosedRange<Int32>, recorder: MetricsRecorder, _ generator: inout SeededGenerator,
+        name: (Int32, inout SeededGenerator) -> String
+    ) -> Model {
+        var model = Model()
+        model.phase = .running
+        for index in Int32(1)...Int32.random(in: links, using: &generator) {
+            let state = linkState(index, name(index, &generator), up: Bool.random(using: &generator))
+            model.setLink(Link(state: state), at: index)
+            if Bool.random(using: &generator) { recorder.note([.linkAdded(index: index)]) }
+        }
+        return model
+    }
+
     @Test("GetMetrics' reply is the text as the encoder writes it, for names that need escapes in both")
     func replyIsTheTextQuoted() throws {
         var generator = SeededGenerator(seed: 0x6d65)
         for step in 0..<50 {
             let recorder = MetricsRecorder(clock: { 1_764_301_234.123_456_7 })
             let exporter = MetricsExporter(recorder: recorder, version: "1")
-            var model = Model()
-            model.phase = .running
-            for index in Int32(1)...Int32.random(in: 1...12, using: &generator) {
-                let name = ReportJSONTests.text(&generator)
-                model.setLink(Link(state: linkState(index, name, up: Bool.random(using: &generator))), at: index)
-                if Bool.random(using: &generator) { recorder.note([.linkAdded(index: index)]) }
+            let model = Self.randomModel(links: 1...12, recorder: recorder, &generator) { _, generator in
+                ReportJSONTests.text(&generator)
             }
             let text = String(decoding: exporter.render(model, clients: 3), as: UTF8.self)
             let expected = try JSONTextEncoder().encode(["text": text])
@@ -191,13 +203,8 @@ struct MetricsTests {
         for step in 0..<40 {
             let recorder = MetricsRecorder(clock: { 1_764_301_234.5 })
             let exporter = MetricsExporter(recorder: recorder, version: "1")
-            var model = Model()
-            model.phase = .running
             // Up to 300 links: more than two of the render's blocks of lines.
-            for index in Int32(1)...Int32.random(in: 1...300, using: &generator) {
-                model.setLink(Link(state: linkState(index, "l\(index)", up: Bool.random(using: &generator))), at: index)
-                if Bool.random(using: &generator) { recorder.note([.linkAdded(index: index)]) }
-            }
+            let model = Self.randomModel(links: 1...300, recorder: recorder, &generator) { index, _ in "l\(index)" }
             let whole = exporter.render(model, clients: 1)
             let chunk = Int.random(in: 1...20_000, using: &generator)
             var pieces: [[UInt8]] = []
