@@ -55,6 +55,17 @@ public final class VarlinkReplier: Sendable {
 
     /// Sends a reply whose parameters are already JSON text (an object), so one encoding serves many clients.
     public func reply(encodedParameters: [UInt8], continues: Bool = false) {
+        reply(continues: continues, reserving: encodedParameters.count) { $0 += encodedParameters }
+    }
+
+    /// Sends the last reply, its parameters (JSON text, an object) appended by `parameters` straight into the
+    /// message: a reply of megabytes is not made and then copied into its frame (two of it in memory at once).
+    public func reply(writingParameters parameters: (inout [UInt8]) -> Void) {
+        reply(continues: false, reserving: 0, writing: parameters)
+    }
+
+    /// Sends a reply framed around the parameters `parameters` appends (room reserved for `reserving` bytes of them).
+    private func reply(continues: Bool, reserving: Int, writing parameters: (inout [UInt8]) -> Void) {
         let last = !(continues && call.more)
         let accepted = state.withLock { state -> Bool in
             guard !state.finished && !state.cancelled else { return false }
@@ -63,24 +74,9 @@ public final class VarlinkReplier: Sendable {
         }
         guard accepted else { return }
         var message: [UInt8] = []
-        message.reserveCapacity(encodedParameters.count + Self.continuing.count + 2)
-        Self.frame(encodedParameters, last: last, into: &message)
+        message.reserveCapacity(reserving + Self.continuing.count + 2)
+        Self.frame(last: last, into: &message, parameters)
         deliver(self, message, !last)
-    }
-
-    /// Sends the last reply, its parameters (JSON text, an object) appended by `parameters` straight into the
-    /// message: a reply of megabytes is not made and then copied into its frame (two of it in memory at once).
-    public func reply(writingParameters parameters: (inout [UInt8]) -> Void) {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.finished && !state.cancelled else { return false }
-            state.finished = true
-            return true
-        }
-        guard accepted else { return }
-        var message = Self.final
-        parameters(&message)
-        message += [UInt8(ascii: "}"), 0]
-        deliver(self, message, false)
     }
 
     /// Sends several replies of a `more` call that all continue, parameters already JSON text, as one delivery: a
@@ -95,17 +91,18 @@ public final class VarlinkReplier: Sendable {
         guard accepted else { return }
         var message: [UInt8] = []
         message.reserveCapacity(encodedParameters.reduce(0) { $0 + $1.count + Self.continuing.count + 2 })
-        for parameters in encodedParameters { Self.frame(parameters, last: false, into: &message) }
+        for parameters in encodedParameters { Self.frame(last: false, into: &message) { $0 += parameters } }
         deliver(self, message, true)
     }
 
     private static let continuing = Array(#"{"continues":true,"parameters":"#.utf8)
     private static let final = Array(#"{"parameters":"#.utf8)
 
-    /// Appends one reply with `parameters` (JSON text) as Varlink frames it: the object, then a NUL.
-    private static func frame(_ parameters: [UInt8], last: Bool, into message: inout [UInt8]) {
+    /// Appends one reply, its parameters (JSON text) appended by `parameters`, as Varlink frames it: the object, then
+    /// a NUL.
+    private static func frame(last: Bool, into message: inout [UInt8], _ parameters: (inout [UInt8]) -> Void) {
         message += last ? final : continuing
-        message += parameters
+        parameters(&message)
         message += [UInt8(ascii: "}"), 0]
     }
 

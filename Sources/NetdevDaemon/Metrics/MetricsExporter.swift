@@ -72,12 +72,15 @@ public final class MetricsExporter: Sendable {
 
     /// The text exposition of `model` and the recorder's counts, with `clients` control connections open.
     public func render(_ model: Model, clients connections: Int) -> [UInt8] {
-        render(model, clients: connections, quoted: false)
+        var whole: [UInt8] = []
+        // One piece: the buffer the render made, taken as it is.
+        render(model, clients: connections, chunk: .max) { (piece: [UInt8]) throws(Never) in whole = piece }
+        return whole
     }
 
-    /// The text of ``render(_:clients:)`` handed to `write` as it is made, in pieces of `chunk` bytes or a little
-    /// more (the last one less): a file at 20,000 links is written without its 12 MB in memory at once. An error
-    /// `write` throws ends the render.
+    /// The text of ``render(_:clients:)`` handed to `write` as it is made, in pieces of at least `chunk` bytes (at
+    /// most a block of the per-link lines, about 80 KB, more; the last may be less): a file at 20,000 links is
+    /// written without its 12 MB in memory at once. An error `write` throws ends the render.
     public func render<Failure: Error>(
         _ model: Model, clients connections: Int, chunk: Int, to write: ([UInt8]) throws(Failure) -> Void
     ) throws(Failure) {
@@ -101,16 +104,14 @@ public final class MetricsExporter: Sendable {
     /// then copied into it (at 20,000 links two 12 MB buffers at once, the highest RSS netdevd reached there).
     public func replyParameters(_ model: Model, clients connections: Int, into reply: inout [UInt8]) {
         withSeries { series, counts, events in
-            Self.render(model, counts, events: events, clients: connections, quoted: true, into: &series, &reply)
+            let text = Self.setAndEmit(model, counts, events: events, clients: connections, into: &series)
+            reply += #"{"text":"#.utf8
+            JSONString.append(utf8: text, to: &reply)
+            // The string goes on with the links' families: its closing quote comes after them.
+            reply.removeLast()
+            series.links.render(model, counts, into: &reply, quoted: true)
+            reply += #""}"#.utf8
         }
-    }
-
-    private func render(_ model: Model, clients connections: Int, quoted: Bool) -> [UInt8] {
-        var text: [UInt8] = []
-        withSeries { series, counts, events in
-            Self.render(model, counts, events: events, clients: connections, quoted: quoted, into: &series, &text)
-        }
-        return text
     }
 
     /// Runs `body` with the series (made at the first call), the recorder's counts and its events taken, all under
@@ -127,27 +128,8 @@ public final class MetricsExporter: Sendable {
         }
     }
 
-    /// Sets every series from `model` and `counts` (in place: the tables are not copied) and appends the text to
-    /// `output`, or `GetMetrics`' reply parameters with it when `quoted`.
-    private static func render(
-        _ model: Model, _ counts: MetricsRecorder.Counts, events: Int, clients: Int, quoted: Bool,
-        into series: inout Series, _ output: inout [UInt8]
-    ) {
-        let text = setAndEmit(model, counts, events: events, clients: clients, into: &series)
-        guard quoted else {
-            output += text
-            series.links.render(model, counts, into: &output)
-            return
-        }
-        output += #"{"text":"#.utf8
-        JSONString.append(utf8: text, to: &output)
-        // The string goes on with the links' families: its closing quote comes after them.
-        output.removeLast()
-        series.links.render(model, counts, into: &output, quoted: true)
-        output += #""}"#.utf8
-    }
-
-    /// Sets every series from `model` and `counts` and returns the registry's text (the families but the links').
+    /// Sets every series from `model` and `counts` (in place: the tables are not copied) and returns the registry's
+    /// text (every family but the links').
     private static func setAndEmit(
         _ model: Model, _ counts: MetricsRecorder.Counts, events: Int, clients: Int, into series: inout Series
     ) -> [UInt8] {
