@@ -11,7 +11,11 @@
 # functions that ran, in first-run order. The workload runs in the project's namespace harness
 # (Tests/Harness/in-netns.sh, so root), never in the host's network: netdevd starts with an empty
 # configuration and one trivial hook and is ready when `netdevctl status` answers; a veth pair is created,
-# raised, addressed, downed and deleted; `netdevctl links` and `netdevctl status`; SIGHUP; SIGTERM.
+# raised, addressed, downed and deleted; then, with a monitor attached and the metrics textfile on, a burst as an
+# operator's host has them: 50 pairs made, raised and addressed in one `ip -batch` each, listed (table and JSON),
+# the metrics asked for, and deleted in one batch; `netdevctl links` and `netdevctl status`; SIGHUP; SIGTERM.
+# Without the burst, the code only bursts run (the loop's batches, the textfile, monitors' sends) lay spread over
+# .text (docs/PERFORMANCE.md, "The binary").
 # BINARY should be a release build of the source the ordering is for; symbols that later disappear only
 # make lld warn ("no such symbol"). Needs cc, nm, ip. Prints how many symbols it wrote.
 set -euo pipefail
@@ -38,7 +42,10 @@ if [ -n "${_NETDEVD_ORDER_WORK:-}" ]; then
     export NETDEVD_SOCKET=$WORK/io.netdevd
     netdevctl() { "$WORK/netdevctl" "$@" >/dev/null; }
 
-    "$WORK/fcov" "$WORK/functions" "$BINARY" --config /dev/null --socket "$NETDEVD_SOCKET" \
+    # The metrics textfile on, as load.py's runs and many hosts have it.
+    mkdir "$WORK/textfile"
+    printf '[Metrics]\nTextfileDirectory=%s\n' "$WORK/textfile" >"$WORK/netdevd.conf"
+    "$WORK/fcov" "$WORK/functions" "$BINARY" --config "$WORK/netdevd.conf" --socket "$NETDEVD_SOCKET" \
         --log-target journal --hooks-dir "$WORK/hooks" >"$WORK/hits" &
     FCOV=$!
     # Signals go to netdevd itself, fcov's only child (fcov passes them on, but takes none for it).
@@ -63,6 +70,21 @@ if [ -n "${_NETDEVD_ORDER_WORK:-}" ]; then
     sleep 0.5
     ip link delete ndorder0
     sleep 0.5
+    # A burst, with a monitor attached: what the loop, the journal, the monitors and the textfile run only when
+    # many changes come at once.
+    "$WORK/netdevctl" monitor --json >/dev/null &
+    MONITOR=$!
+    sleep 0.5
+    for i in $(seq 50); do echo "link add ndburst$i type veth peer name ndburstp$i"; done | ip -batch -
+    for i in $(seq 50); do echo "link set ndburst$i up"; echo "link set ndburstp$i up"; done | ip -batch -
+    for i in $(seq 50); do echo "address add 198.51.100.$i/32 dev ndburst$i"; done | ip -batch -   # TEST-NET-2
+    sleep 1.5    # the textfile is written a second after a change
+    netdevctl links --json=short
+    netdevctl metrics
+    for i in $(seq 50); do echo "link delete ndburst$i"; done | ip -batch -
+    sleep 1.5
+    kill -TERM "$MONITOR"
+    wait "$MONITOR" || true
     netdevctl links
     netdevctl status
     [ -s "$WORK/hook-ran" ] || { kill -TERM "$NETDEVD"; die "the hook did not run (refused?)"; }
