@@ -143,7 +143,9 @@ let package = Package(
         // (make benchmark-large-host).
         .executableTarget(
             name: "LargeHost",
-            dependencies: ["NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "JSONCoding", "CLinux"],
+            dependencies: [
+                "NetdevDaemon", "NetdevSession", "NetdevWire", "NetdevctlCommands", "JSONCoding", "CLinux", "Varlink",
+            ],
             path: "Benchmarks/LargeHost",
             swiftSettings: strict
         ),

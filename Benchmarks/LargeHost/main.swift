@@ -6,7 +6,7 @@
 //   - the same while a resync reads the state: 10,000 address events held for the snapshot (the limit);
 //   - an address added to a link that holds 4,000 (a load balancer's addresses on one link);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
-//     comparison, from the two whole models;
+//     comparison, from the two whole models, each written into its reply's frame as the monitors' queue writes it;
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
 //     each link's place in it);
 //   - `Monitor`'s first reply (every link and every device with its udev properties);
@@ -32,6 +32,7 @@ import NetdevDaemon
 import NetdevSession
 import NetdevWire
 import NetdevctlCommands
+import Varlink
 
 func cpuNanoseconds() -> UInt64 {
     var now = timespec()
@@ -122,13 +123,15 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     }
     var reportBytes = 0
     let noted = measure(per: events.count) {
+        // As the monitors' queue does: each change written into its reply's frame.
+        var replies = ContinuingReplies()
         var previous = current
         for model in models {
-            reportBytes +=
-                (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
-                ?? 0
+            let change = ChangeReport(from: previous, to: model)
+            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
             previous = model
         }
+        reportBytes += replies.message.count
     }
     // Over the first 200 events only (a whole-model diff at 20,000 links is tens of milliseconds), and not under
     // `--once` (an hour under callgrind).
@@ -137,14 +140,15 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         passCount == 1
         ? .nan
         : measure(per: compared.count) {
+            var replies = ContinuingReplies()
             var previous = current
             for var model in compared {
                 model.lastChange = .everything
-                reportBytes +=
-                    (try? JSONTextEncoder().encode(["change": ChangeReport(from: previous, to: model)]))?.count
-                    ?? 0
+                let change = ChangeReport(from: previous, to: model)
+                replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
                 previous = model
             }
+            reportBytes += replies.message.count
         }
     // A resync in progress holds each event until the snapshot is in, the previous model kept as the loop keeps it.
     let resyncing = Session.update(current, .monitorOverflowed(source: .netlink)).model ?? current

@@ -22,6 +22,13 @@ public struct JSONOutput {
         bytes.reserveCapacity(capacity)
     }
 
+    /// A writer that goes on at the end of `buffer`, which it takes over (``take()`` gives it back, with what was
+    /// written): a value written into a larger text, such as a reply's frame, without a copy of either.
+    public init(appendingTo buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+    }
+
     /// Gives up the text, leaving the writer empty (so the caller's buffer is not copied when it grows again).
     public mutating func take() -> [UInt8] {
         var taken: [UInt8] = []

@@ -83,24 +83,25 @@ public final class VarlinkReplier: Sendable {
     /// connection writes them with one `send`. A monitor that falls behind a burst gets what piled up at once, not
     /// one write per change. Without `more` only the first is sent, and it is the last.
     public func reply(continuingWith encodedParameters: [[UInt8]]) {
-        guard let first = encodedParameters.first else { return }
-        guard call.more, encodedParameters.count > 1 else {
-            return reply(encodedParameters: first, continues: true)
-        }
-        let accepted = state.withLock { state in !state.finished && !state.cancelled }
-        guard accepted else { return }
-        var message: [UInt8] = []
-        message.reserveCapacity(encodedParameters.reduce(0) { $0 + $1.count + Self.continuing.count + 2 })
-        for parameters in encodedParameters { Self.frame(last: false, into: &message) { $0 += parameters } }
-        deliver(self, message, true)
+        reply(continuingWith: ContinuingReplies(encodedParameters: encodedParameters))
     }
 
-    private static let continuing = Array(#"{"continues":true,"parameters":"#.utf8)
+    /// Sends replies framed beforehand (``ContinuingReplies``) as one delivery, the same buffer for every call they
+    /// answer. Without `more` only the first is sent, and it is the last.
+    public func reply(continuingWith replies: ContinuingReplies) {
+        guard let first = replies.firstParameters else { return }
+        guard call.more else { return reply(encodedParameters: Array(first), continues: true) }
+        let accepted = state.withLock { state in !state.finished && !state.cancelled }
+        guard accepted else { return }
+        deliver(self, replies.message, true)
+    }
+
+    fileprivate static let continuing = Array(#"{"continues":true,"parameters":"#.utf8)
     private static let final = Array(#"{"parameters":"#.utf8)
 
     /// Appends one reply, its parameters (JSON text) appended by `parameters`, as Varlink frames it: the object, then
     /// a NUL.
-    private static func frame(last: Bool, into message: inout [UInt8], _ parameters: (inout [UInt8]) -> Void) {
+    fileprivate static func frame(last: Bool, into message: inout [UInt8], _ parameters: (inout [UInt8]) -> Void) {
         message += last ? final : continuing
         parameters(&message)
         message += [UInt8(ascii: "}"), 0]
@@ -131,5 +132,66 @@ public final class VarlinkReplier: Sendable {
             return state.onCancel
         }
         handler?()
+    }
+}
+
+/// Replies of `more` calls that all continue, framed once however many calls they answer: a monitor's batch of changes
+/// goes to ten clients as one buffer, which a connection with nothing else queued takes without a copy, rather than
+/// being framed and copied for each. Contract: each reply's parameters are one JSON object, written by the caller;
+/// ``message`` is the replies as Varlink frames them, in the order appended.
+public struct ContinuingReplies: Sendable {
+    /// Where a reply's frame starts in ``message``, and where its parameters are.
+    private struct Frame: Sendable {
+        var start: Int
+        var parameters: Range<Int>
+    }
+
+    /// The replies, framed, one after another.
+    public private(set) var message: [UInt8] = []
+    private var frames: [Frame] = []
+
+    /// No replies yet, with room for `capacity` bytes of them.
+    public init(reservingCapacity capacity: Int = 0) {
+        message.reserveCapacity(capacity)
+    }
+
+    /// The replies with these parameters (JSON text, an object each).
+    public init(encodedParameters: [[UInt8]]) {
+        self.init(
+            reservingCapacity: encodedParameters.reduce(0) { $0 + $1.count + VarlinkReplier.continuing.count + 2 })
+        for parameters in encodedParameters { append { $0 += parameters } }
+    }
+
+    /// How many replies there are.
+    public var count: Int { frames.count }
+
+    /// The first reply's parameters, if there is one.
+    var firstParameters: ArraySlice<UInt8>? { frames.first.map { message[$0.parameters] } }
+
+    /// Appends a reply whose parameters (JSON text, an object) `parameters` appends straight into the message.
+    public mutating func append(writing parameters: (inout [UInt8]) -> Void) {
+        let start = message.count
+        var range = start..<start
+        VarlinkReplier.frame(last: false, into: &message) { message in
+            let from = message.count
+            parameters(&message)
+            range = from..<message.count
+        }
+        frames.append(Frame(start: start, parameters: range))
+    }
+
+    /// The replies after the first `k`: for a client whose first reply already held those.
+    public func dropFirst(_ k: Int) -> ContinuingReplies {
+        guard k > 0 else { return self }
+        var rest = ContinuingReplies()
+        guard k < frames.count else { return rest }
+        let base = frames[k].start
+        rest.message = Array(message[base...])
+        rest.frames = frames[k...].map { frame in
+            Frame(
+                start: frame.start - base,
+                parameters: (frame.parameters.lowerBound - base)..<(frame.parameters.upperBound - base))
+        }
+        return rest
     }
 }

@@ -57,13 +57,21 @@ struct ReportJSONTests {
             onlineMissing: Bool.random(using: &generator) ? texts(&generator) : nil)
     }
 
-    @Test("a monitor's change is byte for byte what the Codable encoder writes, over 2,000 random changes")
+    @Test(
+        "a monitor's change is byte for byte what the Codable encoder writes, over 2,000 random changes, appended after what the buffer held"
+    )
     func changesMatchTheEncoder() throws {
         var generator = SeededGenerator(seed: 0x7265_706f)
+        var buffer: [UInt8] = []
         for step in 0..<2_000 {
             let change = Self.change(&generator)
             let expected = try JSONTextEncoder().encode(["change": change])
-            let written = ReportJSON.changeParameters(change)
+            // Every fourth change starts a buffer of its own; the others follow the ones before, as in a frame.
+            if step % 4 == 0 { buffer = Array("\(step):".utf8) }
+            let before = buffer
+            ReportJSON.appendChangeParameters(change, to: &buffer)
+            #expect(buffer.starts(with: before), "step \(step): what the buffer held was changed")
+            let written = Array(buffer[before.count...])
             #expect(
                 written == expected, "step \(step): \(String(decoding: written, as: UTF8.self))")
             #expect(try JSONTextDecoder().decode([String: ChangeReport].self, from: written)["change"] == change)

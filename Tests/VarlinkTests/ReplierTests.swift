@@ -42,6 +42,47 @@ struct ReplierTests {
         #expect(sent.first?.0 == Array(#"{"parameters":{"text":"a\nb"}}"#.utf8) + [0])
         #expect(sent.last?.0 == sent.first?.0 && sent.last?.1 == false)
     }
+
+    @Test(
+        "replies framed once reach every monitor as the same buffer; one that had the first two gets the rest; a call without more gets the first as its last"
+    )
+    func framedOnce() {
+        let messages = Protected<[String: [([UInt8], Bool)]]>([:])
+        func replier(_ name: String, more: Bool = true) -> VarlinkReplier {
+            VarlinkReplier(call: VarlinkCall(method: "io.netdevd.Monitor", more: more)) { _, message, continues in
+                messages.withLock { $0[name, default: []].append((message, continues)) }
+            }
+        }
+        let parameters = (1...4).map { Array(#"{"n":\#($0)}"#.utf8) }
+        var replies = ContinuingReplies()
+        for each in parameters { replies.append { $0 += each } }
+        let frames = parameters.map { Array(#"{"continues":true,"parameters":"#.utf8) + $0 + Array("}".utf8) + [0] }
+        #expect(replies.count == 4)
+        #expect(replies.message == frames.flatMap { $0 })
+        #expect(ContinuingReplies(encodedParameters: parameters).message == replies.message)
+
+        for name in ["a", "b"] { replier(name).reply(continuingWith: replies) }
+        replier("rest").reply(continuingWith: replies.dropFirst(2))
+        replier("none").reply(continuingWith: replies.dropFirst(4))
+        replier("once", more: false).reply(continuingWith: replies)
+        let finished = replier("finished")
+        finished.reply(encodedParameters: parameters[0])
+        finished.reply(continuingWith: replies)
+
+        let sent = messages.withLock { $0 }
+        let a = sent["a"]?.first?.0 ?? []
+        let b = sent["b"]?.first?.0 ?? []
+        #expect(a == replies.message && sent["a"]?.count == 1 && sent["a"]?.first?.1 == true)
+        #expect(
+            a.withUnsafeBufferPointer { $0.baseAddress } == b.withUnsafeBufferPointer { $0.baseAddress },
+            "each monitor got a copy")
+        #expect(sent["rest"]?.map(\.0) == [frames[2] + frames[3]])
+        #expect(replies.dropFirst(2).dropFirst(1).message == frames[3])
+        #expect(sent["none"] == nil)
+        #expect(sent["once"]?.map(\.0) == [Array(#"{"parameters":{"n":1}}"#.utf8) + [0]])
+        #expect(sent["once"]?.first?.1 == false)
+        #expect(sent["finished"]?.count == 1, "replies after the last were sent")
+    }
 }
 
 @Suite("Method signatures read from an interface description")

@@ -137,8 +137,9 @@ public final class ControlService: Sendable {
         }
     }
 
-    /// Encodes the changes published since the last call, each once, and sends each monitor those after its first
-    /// state, in one delivery. On the monitor queue.
+    /// Encodes the changes published since the last call, each once and straight into its reply's frame, and sends
+    /// each monitor those after its first state, in one delivery: the same buffer for every monitor that had its
+    /// first state before them (all of them but one that has just begun). On the monitor queue.
     private func sendUnsent() {
         let (batch, sent) = withState { state in
             defer {
@@ -149,19 +150,28 @@ public final class ControlService: Sendable {
             return (state.unsent, state.sentMissing)
         }
         var missing = sent
-        var changes: [(sequence: Int, bytes: [UInt8])] = []
-        changes.reserveCapacity(batch.count)
+        var replies = ContinuingReplies()
+        var sequences: [Int] = []
+        sequences.reserveCapacity(batch.count)
         for (previous, model) in batch {
             let oldMissing = missing.flatMap { $0.sequence == previous.changeSequence ? .some($0.missing) : nil }
             let change = ChangeReport(from: previous, to: model, oldMissing: oldMissing)
             missing = (model.changeSequence, change.onlineMissing)
-            changes.append((model.changeSequence, ReportJSON.changeParameters(change)))
+            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
+            sequences.append(model.changeSequence)
         }
         withState { state in
             state.sentMissing = missing
+            var rests: [Int: ContinuingReplies] = [:]
             for monitor in state.monitors.values {
-                let due = changes.drop(while: { $0.sequence <= monitor.since }).map(\.bytes)
-                monitor.replier.reply(continuingWith: due)
+                let held = sequences.prefix { $0 <= monitor.since }.count
+                if held == 0 {
+                    monitor.replier.reply(continuingWith: replies)
+                } else if held < sequences.count {
+                    let rest = rests[held] ?? replies.dropFirst(held)
+                    rests[held] = rest
+                    monitor.replier.reply(continuingWith: rest)
+                }
             }
         }
     }

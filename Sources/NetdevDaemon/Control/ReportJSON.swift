@@ -9,14 +9,15 @@ public import NetdevWire
 /// attached, and built a tree of the whole value first: for `Monitor`'s first reply at 20,000 links (every link and
 /// device), tens of megabytes held at once.
 public enum ReportJSON {
-    /// `{"change": change}`, the parameters of a monitor's reply after its first state.
-    public static func changeParameters(_ change: ChangeReport) -> [UInt8] {
-        var json = JSONOutput(capacity: 256 + 160 * change.links.count + 400 * change.devices.count)
+    /// `{"change": change}`, the parameters of a monitor's reply after its first state, appended to `buffer` (a
+    /// reply's frame).
+    public static func appendChangeParameters(_ change: ChangeReport, to buffer: inout [UInt8]) {
+        var json = JSONOutput(appendingTo: &buffer)
         json.open("{")
         json.key("change")
         append(&json, change)
         json.close("}")
-        return json.take()
+        buffer = json.take()
     }
 
     /// `{"state": state}`: `GetState`'s reply, and `Monitor`'s first with every device.
