@@ -83,8 +83,10 @@ if [ -n "${_NETDEVD_ORDER_WORK:-}" ]; then
     netdevctl metrics
     for i in $(seq 50); do echo "link delete ndburst$i"; done | ip -batch -
     sleep 1.5
+    # Still following, or its code and the monitors' sends were not all run: a list made so would be short of them.
+    kill -0 "$MONITOR" 2>/dev/null || { kill -TERM "$NETDEVD"; die "the monitor ended during the burst"; }
     kill -TERM "$MONITOR"
-    wait "$MONITOR" || true
+    wait "$MONITOR" || true    # ended by the TERM above
     netdevctl links
     netdevctl status
     [ -s "$WORK/hook-ran" ] || { kill -TERM "$NETDEVD"; die "the hook did not run (refused?)"; }
