@@ -2,7 +2,9 @@
 // device carrying the udev properties a veth has) built from a snapshot, then, at N = 1,000 and 20,000:
 //
 //   - the memory the model holds per link (the resident set after the model is built less before);
-//   - the session's CPU per event (a state change of a link, alternating, through `Session.update`);
+//   - the session's CPU per event (a state change of a link, alternating, through `Session.update`), and the same
+//     with hooks debounced and networkd-dispatcher's scripts configured while networkd runs (every link's states
+//     then kept for its scripts);
 //   - the same while a resync reads the state: 10,000 address events held for the snapshot (the limit);
 //   - an address added to a link that holds 4,000 (a load balancer's addresses on one link);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
@@ -86,17 +88,29 @@ func netDevice(_ index: Int32) -> Device {
         ])
 }
 
-func model(links count: Int) -> Model {
+func model(links count: Int, configuration: Configuration = Configuration()) -> Model {
     let links = (1...Int32(count)).map { index in
         Link(
             state: linkState(index, up: true),
             addresses: [LinkAddress(family: .ipv6, address: "fe80::a8bb:ccff:fedd:\(index)", prefixLength: 64)])
     }
-    let start = Session.initiate(Model(maximumLogPriority: .info)).model
+    let start = Session.initiate(Model(configuration: configuration, maximumLogPriority: .info)).model
     let snapshot = Snapshot(links: links, devices: (1...Int32(count)).map(netDevice))
-    return Session.update(start, .enumerated(generation: start.enumerationGeneration, snapshot: snapshot)).model
-        ?? start
+    let enumerated =
+        Session.update(start, .enumerated(generation: start.enumerationGeneration, snapshot: snapshot)).model ?? start
+    guard !configuration.networkdDispatcherDirectories.isEmpty else { return enumerated }
+    // networkd runs and has configured every link: each link's scripts are told its states at the start.
+    let administrative = Dictionary(uniqueKeysWithValues: links.map { ($0.index, "configured") })
+    return Session.update(enumerated, .networkdStatesRead(running: true, administrative: administrative)).model
+        ?? enumerated
 }
+
+/// Hooks debounced for 200 ms and networkd-dispatcher's scripts run, as on a host that brought its scripts over.
+let dispatching: Configuration = {
+    var configuration = Configuration(debounceMilliseconds: 200)
+    configuration.networkdDispatcherDirectories = ["/etc/networkd-dispatcher"]
+    return configuration
+}()
 
 /// The address numbered `number`, one of a load balancer's on one link.
 func vip(_ number: Int) -> LinkAddress {
@@ -250,8 +264,29 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         ))
     _ = reportBytes
 }
+// The same events with the scripts' book and the debounce held per link, each model kept, as the loop's observers
+// keep the one before; measured after the rest, so that its garbage does not fill the heap the next size's model is
+// weighed in.
+for (number, size) in (sizes.isEmpty ? [1_000, 20_000] : sizes).enumerated() {
+    let events = (1...Int32(1_000)).flatMap { index in
+        [Event.linkChanged(linkState(index, up: false)), .linkChanged(linkState(index, up: true))]
+    }
+    let scripted = model(links: size, configuration: dispatching)
+    precondition(scripted.dispatcher.told.count == size, "the scripts were not told the links' states")
+    let dispatched = measure(per: events.count) {
+        var model = scripted
+        var kept: [Model] = []
+        for event in events {
+            model = Session.update(model, event).model ?? model
+            kept.append(model)
+        }
+        precondition(model.debouncing.count == 1_000, "the links' changes were not debounced")
+    }
+    rows[number].1.insert(String(format: "%.1f", dispatched), at: 2)
+}
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)",
+    "the same, hooks debounced, dispatcher scripts (µs)",
     "session update per event held during a resync (µs)", "an address added to a link with 4,000 (µs)",
     "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",

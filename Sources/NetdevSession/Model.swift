@@ -109,7 +109,7 @@ public struct Model: Codable, Sendable, Equatable {
     /// The next hook run's id.
     public var nextHookRunID: Int
     /// Subjects whose hooks wait for their state to hold, with the state before the first change.
-    public var debouncing: [HookSubject: OperationalState]
+    public var debouncing: TreeDictionary<HookSubject, OperationalState>
     /// Counters.
     public var counters: Counters
     /// The first enumeration has finished: the links and devices are the kernel's. Queries are answered only from
@@ -257,7 +257,7 @@ public struct Model: Codable, Sendable, Equatable {
         reloadInFlight = try container.decode(Bool.self, forKey: .reloadInFlight)
         hooks = try container.decode(HookQueue.self, forKey: .hooks)
         nextHookRunID = try container.decode(Int.self, forKey: .nextHookRunID)
-        debouncing = try container.decode([HookSubject: OperationalState].self, forKey: .debouncing)
+        debouncing = try container.decode(TreeDictionary<HookSubject, OperationalState>.self, forKey: .debouncing)
         counters = try container.decode(Counters.self, forKey: .counters)
         changeSequence = try container.decode(Int.self, forKey: .changeSequence)
         lastChange = try container.decodeIfPresent(StateChange.self, forKey: .lastChange) ?? .everything

@@ -1,3 +1,5 @@
+public import HashTreeCollections
+
 /// One state directory of networkd-dispatcher scripts to run for a link: `<state>.d` under each configured
 /// directory, the scripts called as networkd-dispatcher 2.2 calls them (no arguments; `IFACE`, `STATE`,
 /// `AdministrativeState`, `OperationalState`, addresses and `json` in the environment).
@@ -55,14 +57,16 @@ public struct DispatcherBook: Codable, Sendable, Equatable {
 
     /// systemd-networkd's state directory exists: administrative states are its own.
     public var networkdRunning = false
-    /// networkd's administrative state of each link, by index.
-    public var administrative: [Int32: String] = [:]
+    /// networkd's administrative state of each link, by index. (Like the other tables kept per link, a persistent
+    /// tree: the loop's observers hold the previous model, and a plain dictionary would be copied whole by each
+    /// event that changes one link.)
+    public var administrative: TreeDictionary<Int32, String> = [:]
     /// What each link's scripts were told, by index.
-    public var told: [Int32: Told] = [:]
+    public var told: TreeDictionary<Int32, Told> = [:]
     /// Links that appeared while networkd runs, waiting for networkd to write their state file before their first
     /// run (networkd-dispatcher hears of a link from networkd only), with the operational states they entered
     /// meanwhile, in order: each runs when the wait ends.
-    public var awaitingNetworkd: [Int32: [String]] = [:]
+    public var awaitingNetworkd: TreeDictionary<Int32, [String]> = [:]
     /// The first ``Event/networkdStatesRead(running:administrative:)`` arrived: the administrative states are
     /// known.
     public var networkdStatesKnown = false
@@ -198,7 +202,7 @@ extension Transition {
         model.dispatcher.networkdStatesKnown = true
         if model.dispatcher.adoptPending {
             model.dispatcher.adoptPending = false
-            model.dispatcher.administrative = administrative
+            model.dispatcher.administrative = TreeDictionary(administrative)
             for link in model.links.values where !model.configuration.ignores(link.name) {
                 model.dispatcher.told[link.index] = DispatcherBook.Told(
                     administrative: administrativeState(of: link.index), operational: link.operationalState.rawValue)
