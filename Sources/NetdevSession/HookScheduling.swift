@@ -189,7 +189,8 @@ extension Transition {
         guard model.phase == .running || model.phase == .reloading || model.phase == .resyncing else { return }
         let slots = max(1, model.configuration.hookParallelism)
         var id = model.hooks.oldestQueued
-        // Still in the run of ids with nothing waiting behind them: `oldestQueued` may move past them.
+        // Still in the run of ids with nothing waiting behind them: `oldestQueued` may move past them. Every run
+        // queued can start, so the search stays there and passes each id once over the daemon's life.
         var atFront = true
         while id < model.nextHookRunID && model.hooks.running.count < slots {
             defer { id += 1 }
@@ -197,20 +198,36 @@ extension Transition {
                 if atFront { model.hooks.oldestQueued = id + 1 }
                 continue
             }
-            guard model.hooks.running[subject] == nil, let run = model.hooks.takeWaiting(for: subject) else {
+            guard let run = model.hooks.start(subject) else {
                 atFront = false
                 continue
             }
             if atFront { model.hooks.oldestQueued = id + 1 }
-            model.hooks.running[subject] = run
             model.counters.hookRunsStarted += 1
             effects.append(.runHooks(run))
         }
     }
 
+    /// Starts `next`, the run that waited for its subject's run to end, and then the runs queued. Older than every
+    /// run queued when the search has passed its id, it takes the slot just freed: a search moved back to it would
+    /// pass again every id given out since.
+    private mutating func startWaitingRuns(after next: HookRun?) {
+        if let next, next.id < model.hooks.oldestQueued {
+            let slots = max(1, model.configuration.hookParallelism)
+            let starting = model.phase == .running || model.phase == .reloading || model.phase == .resyncing
+            if starting && model.hooks.running.count < slots, let run = model.hooks.start(next.subject) {
+                model.counters.hookRunsStarted += 1
+                effects.append(.runHooks(run))
+            } else {
+                model.hooks.oldestQueued = next.id
+            }
+        }
+        startWaitingRuns()
+    }
+
     mutating func hookRunFinished(_ result: HookRunResult) {
         guard let (subject, run) = model.hooks.running.first(where: { $0.value.id == result.runID }) else { return }
-        model.hooks.running[subject] = nil
+        let next = model.hooks.finish(subject)
         // Made only for the entries made (see below).
         let fields = {
             [LogField(LogField.Name.hookEvent, run.event.rawValue), LogField(LogField.Name.hookRun, String(run.id))]
@@ -242,13 +259,15 @@ extension Transition {
                 fields())
         }
         if model.phase == .stopping {
+            // Nothing starts: a run still waiting stays findable from the search's start.
+            if let next { model.hooks.oldestQueued = min(model.hooks.oldestQueued, next.id) }
             if model.hooks.running.isEmpty {
                 effects.append(.cancelTimer(.stopDeadline))
                 finishStop()
             }
             return
         }
-        startWaitingRuns()
+        startWaitingRuns(after: next)
     }
 
     /// How long after the first drop since the last count the next count is logged: a burst gets one entry per

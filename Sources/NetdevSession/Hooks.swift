@@ -236,10 +236,12 @@ public struct HookQueue: Codable, Sendable, Equatable {
     public var waiting: TreeDictionary<HookSubject, HookRun> = [:]
     /// A run of a new subject under the name of one whose removal is waiting: it waits for that removal to start.
     public var following: TreeDictionary<HookSubject, HookRun> = [:]
-    /// The subjects of waiting runs by run id. Ids only increase, so this is the order the runs were queued in
-    /// (slots are given out fairly), kept in a persistent table so that queueing a run never copies the queue.
+    /// The subjects of the waiting runs that can start (their subject is not running) by run id. Ids only increase,
+    /// so this is the order the runs were queued in (slots are given out fairly), kept in a persistent table so that
+    /// queueing a run never copies the queue. A run waiting for its subject's run to end joins it at that end: every
+    /// run it holds can start, so the search for the oldest passes each id once.
     public var queued: TreeDictionary<Int, HookSubject> = [:]
-    /// No waiting run has a smaller id: where the search for the oldest one starts.
+    /// No run in ``queued`` has a smaller id: where the search for the oldest one starts.
     public var oldestQueued = 0
     /// Runs dropped since the journal last counted them.
     public var droppedSinceSummary = 0
@@ -268,7 +270,7 @@ public struct HookQueue: Codable, Sendable, Equatable {
         assert(following[run.subject] == nil || waiting[run.subject] == nil, "a following run overwritten")
         if waiting[run.subject] == nil {
             waiting[run.subject] = run
-            queued[run.id] = run.subject
+            if running[run.subject] == nil { queued[run.id] = run.subject }
         } else {
             following[run.subject] = run
         }
@@ -287,10 +289,21 @@ public struct HookQueue: Codable, Sendable, Equatable {
         }
     }
 
-    /// Takes the run waiting for `subject` to start it; a run following it becomes the waiting one.
-    mutating func takeWaiting(for subject: HookSubject) -> HookRun? {
-        guard let run = waiting[subject] else { return nil }
+    /// Starts the run waiting for `subject` when the subject is not running, and returns it; a run following it
+    /// becomes the waiting one, held until this one ends.
+    mutating func start(_ subject: HookSubject) -> HookRun? {
+        guard running[subject] == nil, let run = waiting[subject] else { return nil }
+        running[subject] = run
         remove(run)
+        return run
+    }
+
+    /// Ends `subject`'s run; returns the run that waited for it to end, which can start now, and which ``queued``
+    /// holds from now on.
+    mutating func finish(_ subject: HookSubject) -> HookRun? {
+        running[subject] = nil
+        guard let run = waiting[subject] else { return nil }
+        queued[run.id] = subject
         return run
     }
 

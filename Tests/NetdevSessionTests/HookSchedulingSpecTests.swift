@@ -70,7 +70,6 @@ struct HookSchedulingSpecTests {
             $0.links[2] = Self.off
             $0.drop(waiting)
             $0.queueNew(newest)
-            $0.hooks.oldestQueued = 3
             $0.published(links: [2])
         }
         store.send(Fixture.succeeded(first), effects: [Self.finished(first), .runHooks(newest)]) {

@@ -113,6 +113,33 @@ struct HookTests {
         #expect(Fixture.runs(finished.effects).map(\.subjectName) == ["eth4"])
     }
 
+    @Test("a slow link's held run holds back no search: each run id is passed once, and it starts when its run ends")
+    func heldRunPassed() throws {
+        let links = (2...53).map { Link(state: Fixture.state(Int32($0), "eth\($0)", carrier: false)) }
+        var model = Fixture.running(links, configuration: Configuration(hookParallelism: 2))
+        func send(_ event: Event) -> [HookRun] {
+            let next = Session.update(model, event)
+            model = next.model ?? model
+            return Fixture.runs(next.effects)
+        }
+        let slow = try #require(send(.linkChanged(Fixture.state(2, "eth2"))).first)
+        #expect(send(.linkChanged(Fixture.state(2, "eth2", carrier: false))).isEmpty)
+        // 50 other links each run and finish while the slow run goes on and the newer one waits for it.
+        for index in 3...52 {
+            let run = try #require(send(.linkChanged(Fixture.state(Int32(index), "eth\(index)"))).first)
+            #expect(send(.hookRunFinished(HookRunResult(runID: run.id, hooks: []))).isEmpty)
+        }
+        #expect(model.hooks.oldestQueued == model.nextHookRunID)
+        // Both slots taken, a run waits for one; the held run is older, and takes the slot the slow run frees.
+        let busy = try #require(send(.linkChanged(Fixture.state(52, "eth52", carrier: false))).first)
+        #expect(send(.linkChanged(Fixture.state(53, "eth53"))).isEmpty)
+        let held = send(.hookRunFinished(HookRunResult(runID: slow.id, hooks: [])))
+        #expect(held.map(\.subjectName) == ["eth2"])
+        #expect(held.first?.environment.contains(LogField("NETDEVD_OPER_STATE", "no-carrier")) == true)
+        #expect(send(.hookRunFinished(HookRunResult(runID: busy.id, hooks: []))).map(\.subjectName) == ["eth53"])
+        #expect(model.hooks.waiting.isEmpty && model.hooks.queued.isEmpty)
+    }
+
     @Test("a flapping link with debounce: the journal has every change, hooks fire once for the state that held")
     func debounce() {
         var model = Fixture.running(

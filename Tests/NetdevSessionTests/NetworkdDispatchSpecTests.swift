@@ -273,9 +273,9 @@ struct NetworkdDispatchSpecTests {
             ]
         ) {
             $0.links[6] = other
+            // The removal of veth1, held until its link-added run ends, does not hold back the search for waiting
+            // runs, which starts after this one.
             $0.startNew(otherAdded)
-            // The removal of veth1 still waits for its link-added run: the search for waiting runs starts there.
-            $0.hooks.oldestQueued = 2
             $0.dispatcher.awaitingNetworkd = [6: ["off"]]
             $0.published(links: [6])
         }

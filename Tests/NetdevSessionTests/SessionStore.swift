@@ -168,11 +168,16 @@ extension Model {
         hooks.oldestQueued = run.id + 1
     }
 
-    /// `run`, just made, waits for its subject's run or for a free slot.
+    /// `run`, just made, waits for a free slot (queued) or for its subject's run, held aside until that run ends:
+    /// then, with nothing queued and a slot free, the search for the oldest waiting run starts after it.
     mutating func queueNew(_ run: HookRun) {
         hooks.waiting[run.subject] = run
-        hooks.queued[run.id] = run.subject
         nextHookRunID = run.id + 1
+        if hooks.running[run.subject] == nil {
+            hooks.queued[run.id] = run.subject
+        } else if hooks.queued.isEmpty && hooks.running.count < max(1, configuration.hookParallelism) {
+            hooks.oldestQueued = run.id + 1
+        }
     }
 
     /// The waiting `run` starts; the search for the oldest waiting run then starts at `oldestQueued`.
