@@ -226,6 +226,14 @@ extension Transition {
 
     /// networkd wrote a link's state file (or removed it): a new administrative state runs.
     mutating func networkdStateChanged(index: Int32, administrative: String?) {
+        // networkd writes a link's file on each of its changes, most of them not of the administrative state: one
+        // that is already known and told changes nothing, and publishes no model.
+        if model.dispatcher.administrative[index] == administrative, model.dispatcher.awaitingNetworkd[index] == nil,
+            administrative == nil || (model.dispatcher.told[index].map { $0.administrative == administrative } ?? true)
+        {
+            unchanged = true
+            return
+        }
         model.dispatcher.administrative[index] = administrative
         if administrative != nil, model.dispatcher.awaitingNetworkd[index] != nil, let link = model.links[index] {
             return dispatchAdded(link)

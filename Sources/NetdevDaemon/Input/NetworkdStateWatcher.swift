@@ -149,7 +149,9 @@ final class NetworkdStateWatcher: @unchecked Sendable {
         }
         var again = false
         var stateFile = false
+        // In the order first seen, each once (a burst writes thousands of files, most of them more than once).
         var changed: [String] = []
+        var seen: Set<String> = []
         for event in events {
             if event.mask & UInt32(IN_Q_OVERFLOW) != 0 {
                 again = true
@@ -163,7 +165,7 @@ final class NetworkdStateWatcher: @unchecked Sendable {
                 } else if event.watch == netif {
                     again = again || event.name == "links"
                     stateFile = stateFile || event.name == "state"
-                } else if !changed.contains(event.name) {
+                } else if seen.insert(event.name).inserted {
                     changed.append(event.name)
                 }
             } else if let parent, event.watch == parent.watch, event.name == parent.child {
