@@ -19,6 +19,8 @@ final class Connection: @unchecked Sendable {
     private let clientTooSlow: String
     private var framing: VarlinkFraming
     private var output = OutputBuffer()
+    /// Bytes written since `output` was last found empty after a write.
+    private var writtenSinceEmpty = 0
     private var readSource: DispatchSourceHandle?
     private var writeSource: (any DispatchSourceWrite)?
     private var isClosed = false
@@ -247,7 +249,10 @@ final class Connection: @unchecked Sendable {
         }
         while !output.isEmpty && !isClosed {
             let written = output.write { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if written > 0 { continue }
+            if written > 0 {
+                writtenSinceEmpty += written
+                continue
+            }
             if written < 0 && errno == EINTR { continue }
             if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 waitForWritable()
@@ -255,6 +260,10 @@ final class Connection: @unchecked Sendable {
             }
             close()
             return
+        }
+        if output.isEmpty {
+            if writtenSinceEmpty >= VarlinkServer.drainedBacklogBytes { server?.drained() }
+            writtenSinceEmpty = 0
         }
         if output.isEmpty && closeWhenFlushed {
             close()

@@ -9,6 +9,8 @@ final class TestServer {
     let server: VarlinkServer
     let ticks = Ticks()
     let notices = Protected<[VarlinkNotice]>([])
+    /// How many times the server said a connection wrote out a backlog.
+    let drains = Protected(0)
 
     init(limits: VarlinkLimits = VarlinkLimits()) throws {
         let ticks = self.ticks
@@ -33,7 +35,8 @@ final class TestServer {
         )
         server = VarlinkServer(
             listening: try VarlinkServer.listen(on: path), interfaces: [interface], vendor: "test", product: "test",
-            version: "1", url: "https://example.org", limits: limits
+            version: "1", url: "https://example.org", limits: limits,
+            drained: { [drains] in drains.withLock { $0 += 1 } }
         ) { [notices] notice in notices.withLock { $0.append(notice) } }
         server.start()
     }
@@ -105,6 +108,18 @@ final class RawConnection {
             if poll(&ready, 1, 500) == 0 { break }
         }
         return written
+    }
+
+    /// The next `count` replies (NUL-terminated messages), as text; fewer if 3 s pass without a byte.
+    func read(replies count: Int) -> [String] {
+        var collected: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while collected.lazy.filter({ $0 == 0 }).count < count {
+            let received = recv(fd, &chunk, chunk.count, 0)
+            guard received > 0 else { break }
+            collected += chunk[0..<received]
+        }
+        return collected.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Everything until the peer closes (or 3 s pass).

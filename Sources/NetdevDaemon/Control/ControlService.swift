@@ -72,17 +72,23 @@ public final class ControlService: Sendable {
     /// How many hooks run for each event and how many files are refused, for `CountHooks`.
     private let hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))?
 
+    /// Told when a batch of changes has gone to the monitors, on the monitors' queue: the models it held are free.
+    private let batchSent: @Sendable () -> Void
+
     /// A service with no model yet; `metricsReply` appends `GetMetrics`' reply parameters (not the bare text) and
     /// `hookCounts` answers `CountHooks` (without them those methods answer `NotRunning`); `refused` hears of calls
-    /// refused for want of permission.
+    /// refused for want of permission, `sent` of each batch of changes handed to the monitors (the monitors' queue
+    /// can run behind the loop in a burst, and frees the models it held as it catches up).
     public init(
         metricsReply metrics: (@Sendable (Model, inout [UInt8]) -> Void)? = nil,
         hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
-        refused: @escaping @Sendable (String) -> Void = { _ in }
+        refused: @escaping @Sendable (String) -> Void = { _ in },
+        sent: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
         self.hookCounts = hookCounts
         self.refused = refused
+        self.batchSent = sent
     }
 
     /// The view to connect to the controller: it receives every model and sends `Reload` requests as events.
@@ -174,6 +180,7 @@ public final class ControlService: Sendable {
                 }
             }
         }
+        batchSent()
     }
 
     /// `value` as JSON bytes, for the replies ``ReportJSON`` does not write (small ones). `nil` does not happen for

@@ -7,9 +7,10 @@ import Varlink
 enum ControlSocket {
     /// Serves `control` with `options`' socket path and limits; `say` reports how it is served, `notify` what its
     /// clients did. `nil` when there is no socket.
+    /// `drained` hears of each client's backlog of replies written out (``VarlinkServer/drainedBacklogBytes``).
     static func serve(
         _ control: ControlService, options: DaemonOptions, say: (LogPriority, String) -> Void,
-        notify: @escaping @Sendable (VarlinkNotice) -> Void
+        drained: @escaping @Sendable () -> Void, notify: @escaping @Sendable (VarlinkNotice) -> Void
     ) -> VarlinkServer? {
         let listening: Int32
         if let passed = ListenFDs.take().first {
@@ -34,7 +35,8 @@ enum ControlSocket {
         let server = VarlinkServer(
             listening: listening, interfaces: [control.interface], vendor: "netdevd", product: "netdevd",
             version: Daemon.version, url: "", limits: limits,
-            overloadErrors: VarlinkOverloadErrors(interface: control.interface.name), notify: notify)
+            overloadErrors: VarlinkOverloadErrors(interface: control.interface.name), drained: drained,
+            notify: notify)
         server.start()
         return server
     }

@@ -1,5 +1,6 @@
 internal import CLinux
 public import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,9 +11,12 @@ import Glibc
 /// first activity after a quiet spell and re-armed at most once a second while activity goes on.
 ///
 /// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
-/// and ``noteActivity()`` is called.
+/// and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first).
 public final class MemoryTrim: @unchecked Sendable {
     private static let quiet: UInt64 = 1_000_000_000
+    private let queue: DispatchQueue
+    /// A ``noteActivityElsewhere()`` is on its way to `queue`.
+    private let noteQueued = Atomic<Bool>(false)
     private var timer: PollerTimer?
     private var armed = false
     /// When something last happened (``PollerTimer/now()``).
@@ -22,7 +26,19 @@ public final class MemoryTrim: @unchecked Sendable {
 
     /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
     public init(queue: DispatchQueue) {
+        self.queue = queue
         timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
+    }
+
+    /// Something was done on another queue whose memory is free now (a batch of changes sent to the monitors, a
+    /// client's backlog of replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
+    /// so the trim comes a quiet second later. One note at a time goes there, however many are made meanwhile.
+    func noteActivityElsewhere() {
+        guard !noteQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async {
+            self.noteQueued.store(false, ordering: .releasing)
+            self.noteActivity()
+        }
     }
 
     /// Something was read. On the queue.

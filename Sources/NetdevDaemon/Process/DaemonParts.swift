@@ -23,6 +23,9 @@ final class DaemonParts: Sendable {
     private let eventRecorder: EventRecorder?
     private let journal: JournalSink
     private let options: DaemonOptions
+    /// Gives a burst's memory back once netdevd is quiet: after the kernel's last message, or after the last
+    /// backlog of replies a slow client read (monitors can still be reading a burst's changes a while after it).
+    private let trim: MemoryTrim
     private let server = Locked<VarlinkServer?>(nil)
 
     init(
@@ -33,6 +36,7 @@ final class DaemonParts: Sendable {
         self.journal = journal
         let problem: SourceProblem = { text in journal.post(.warning, text) }
         let trim = MemoryTrim(queue: loopQueue)
+        self.trim = trim
         let devices = DeviceEventSource(
             monitor: kernel.udev, follow: options.udevSource == .auto, udevdRunning: kernel.udevdRunning,
             queue: loopQueue, trim: trim, problem: problem, say: journal.post)
@@ -86,7 +90,8 @@ final class DaemonParts: Sendable {
         control = ControlService(
             metricsReply: { model, reply in exporter.replyParameters(model, clients: clients(), into: &reply) },
             hookCounts: { hooks.counts() },
-            refused: { text in journal.post(.warning, text) })
+            refused: { text in journal.post(.warning, text) },
+            sent: { [trim] in trim.noteActivityElsewhere() })
         controller.connectView(control.view)
         textfile = MetricsTextfile(exporter: exporter, clients: clients, log: journal.post)
         recorder.onChange { [textfile] in textfile.poke() }
@@ -95,7 +100,9 @@ final class DaemonParts: Sendable {
 
     /// Opens the control socket and starts the loop (which initiates the session: enumeration, then READY=1).
     func start() {
-        let started = ControlSocket.serve(control, options: options, say: journal.say) { [journal] notice in
+        let started = ControlSocket.serve(
+            control, options: options, say: journal.say, drained: { [trim] in trim.noteActivityElsewhere() }
+        ) { [journal] notice in
             let priority: LogPriority =
                 switch notice.severity {
                 case .error: .error
