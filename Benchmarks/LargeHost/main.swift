@@ -4,7 +4,8 @@
 //   - the memory the model holds per link (the resident set after the model is built less before);
 //   - the session's CPU per event (a state change of a link, alternating, through `Session.update`), and the same
 //     with hooks debounced and networkd-dispatcher's scripts configured while networkd runs (every link's states
-//     then kept for its scripts);
+//     then kept for its scripts); and a link change with its hook run started and ended while one link's slow run
+//     holds that link's next run;
 //   - the same while a resync reads the state: 10,000 address events held for the snapshot (the limit);
 //   - an address added to a link that holds 4,000 (a load balancer's addresses on one link);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
@@ -283,10 +284,38 @@ for (number, size) in (sizes.isEmpty ? [1_000, 20_000] : sizes).enumerated() {
         precondition(model.debouncing.count == 1_000, "the links' changes were not debounced")
     }
     rows[number].1.insert(String(format: "%.1f", dispatched), at: 2)
+    // A link's hook is slow: its run goes on and its next run waits for it, while the other links change and their
+    // runs start and end (`size` of them given out first). Per link change and its run's end, each model kept.
+    var slow = model(links: size)
+    func change(_ model: inout Model, _ index: Int32, up: Bool) {
+        let next = Session.update(model, .linkChanged(linkState(index, up: up)))
+        model = next.model ?? model
+        for case .runHooks(let run) in next.effects {
+            model = Session.update(model, .hookRunFinished(HookRunResult(runID: run.id, hooks: []))).model ?? model
+        }
+    }
+    for up in [false, true] {
+        slow = Session.update(slow, .linkChanged(linkState(1, up: up))).model ?? slow
+    }
+    for index in 2...Int32(size) { change(&slow, index, up: false) }
+    precondition(slow.hooks.waiting.count == 1 && slow.hooks.running.count == 1, "no run was held")
+    let others = 2...Int32(min(size, 1_001))
+    let held = measure(per: others.count * 2) {
+        var model = slow
+        var kept: [Model] = []
+        for index in others {
+            change(&model, index, up: true)
+            kept.append(model)
+            change(&model, index, up: false)
+            kept.append(model)
+        }
+    }
+    rows[number].1.insert(String(format: "%.1f", held), at: 3)
 }
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)",
     "the same, hooks debounced, dispatcher scripts (µs)",
+    "a link change and its hook run, one run held (µs)",
     "session update per event held during a resync (µs)", "an address added to a link with 4,000 (µs)",
     "change report per event, noted (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
