@@ -23,8 +23,9 @@ final class DaemonParts: Sendable {
     private let eventRecorder: EventRecorder?
     private let journal: JournalSink
     private let options: DaemonOptions
-    /// Gives a burst's memory back once netdevd is quiet: after the kernel's last message, or after the last
-    /// backlog of replies a slow client read (monitors can still be reading a burst's changes a while after it).
+    /// Gives a burst's memory back once netdevd is quiet: after the kernel's last message, the monitors' last batch
+    /// of changes, or the last backlog of replies a slow client read (the monitors' queue and its clients can still
+    /// be busy with a burst's changes a while after the kernel's messages stopped).
     private let trim: MemoryTrim
     private let server = Locked<VarlinkServer?>(nil)
 
