@@ -118,15 +118,15 @@ func vip(_ number: Int) -> LinkAddress {
     LinkAddress(family: .ipv4, address: "10.\(number / 250 % 250).\(number % 250).1", prefixLength: 32)
 }
 
+/// 2,000 events: each link of the first 1,000 goes down, then up.
+let events = (1...Int32(1_000)).flatMap { index in
+    [Event.linkChanged(linkState(index, up: false)), .linkChanged(linkState(index, up: true))]
+}
 var rows: [(String, [String])] = []
 for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let before = residentBytes()
     var current = model(links: size)
     let perLink = Double(residentBytes() - before) / Double(size)
-    // 2,000 events: each link of the first 1,000 goes down, then up.
-    let events = (1...Int32(1_000)).flatMap { index in
-        [Event.linkChanged(linkState(index, up: false)), .linkChanged(linkState(index, up: true))]
-    }
     var models: [Model] = []
     let update = measure(per: events.count) {
         var model = current
@@ -269,9 +269,6 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
 // keep the one before; measured after the rest, so that its garbage does not fill the heap the next size's model is
 // weighed in.
 for (number, size) in (sizes.isEmpty ? [1_000, 20_000] : sizes).enumerated() {
-    let events = (1...Int32(1_000)).flatMap { index in
-        [Event.linkChanged(linkState(index, up: false)), .linkChanged(linkState(index, up: true))]
-    }
     let scripted = model(links: size, configuration: dispatching)
     precondition(scripted.dispatcher.told.count == size, "the scripts were not told the links' states")
     let dispatched = measure(per: events.count) {

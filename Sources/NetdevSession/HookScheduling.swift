@@ -184,43 +184,52 @@ extension Transition {
             "Dropped the \(event.rawValue) hook run for \(name)" + (reason.isEmpty ? "" : ": \(reason)"), fields)
     }
 
+    /// Runs start while the session runs, reloads or resyncs (not before READY=1, not while stopping).
+    private var startsRuns: Bool {
+        model.phase == .running || model.phase == .reloading || model.phase == .resyncing
+    }
+
+    /// A slot is free for one more subject's run.
+    private var slotFree: Bool {
+        model.hooks.running.count < max(1, model.configuration.hookParallelism)
+    }
+
     /// Starts waiting runs, oldest first, while slots are free and their subjects are not already running.
     mutating func startWaitingRuns() {
-        guard model.phase == .running || model.phase == .reloading || model.phase == .resyncing else { return }
-        let slots = max(1, model.configuration.hookParallelism)
+        guard startsRuns else { return }
         var id = model.hooks.oldestQueued
         // Still in the run of ids with nothing waiting behind them: `oldestQueued` may move past them. Every run
         // queued can start, so the search stays there and passes each id once over the daemon's life.
         var atFront = true
-        while id < model.nextHookRunID && model.hooks.running.count < slots {
+        while id < model.nextHookRunID && slotFree {
             defer { id += 1 }
             guard let subject = model.hooks.queued[id] else {
                 if atFront { model.hooks.oldestQueued = id + 1 }
                 continue
             }
-            guard let run = model.hooks.start(subject) else {
+            guard start(subject) else {
                 atFront = false
                 continue
             }
             if atFront { model.hooks.oldestQueued = id + 1 }
-            model.counters.hookRunsStarted += 1
-            effects.append(.runHooks(run))
         }
     }
 
-    /// Starts `next`, the run that waited for its subject's run to end, and then the runs queued. Older than every
-    /// run queued when the search has passed its id, it takes the slot just freed: a search moved back to it would
-    /// pass again every id given out since.
+    /// Starts the run waiting for `subject` when it can; `false` when it cannot (its subject runs, or none waits).
+    private mutating func start(_ subject: HookSubject) -> Bool {
+        guard let run = model.hooks.start(subject) else { return false }
+        model.counters.hookRunsStarted += 1
+        effects.append(.runHooks(run))
+        return true
+    }
+
+    /// After a run ended: starts `next`, the run that waited for it, and then the runs queued. Older than every run
+    /// queued when the search has passed its id, it takes the slot just freed (a search moved back to it would pass
+    /// again every id given out since); when it cannot start now (stopping, or fewer slots since a reload), the
+    /// search starts at it.
     private mutating func startWaitingRuns(after next: HookRun?) {
-        if let next, next.id < model.hooks.oldestQueued {
-            let slots = max(1, model.configuration.hookParallelism)
-            let starting = model.phase == .running || model.phase == .reloading || model.phase == .resyncing
-            if starting && model.hooks.running.count < slots, let run = model.hooks.start(next.subject) {
-                model.counters.hookRunsStarted += 1
-                effects.append(.runHooks(run))
-            } else {
-                model.hooks.oldestQueued = next.id
-            }
+        if let next, next.id < model.hooks.oldestQueued, !(startsRuns && slotFree && start(next.subject)) {
+            model.hooks.oldestQueued = next.id
         }
         startWaitingRuns()
     }
@@ -258,16 +267,15 @@ extension Transition {
                 "Hooks for \(run.event.rawValue) \(run.subjectName) failed: \(failures.joined(separator: "; "))",
                 fields())
         }
+        // Nothing starts while stopping; a run still waiting stays findable from the search's start.
+        startWaitingRuns(after: next)
         if model.phase == .stopping {
-            // Nothing starts: a run still waiting stays findable from the search's start.
-            if let next { model.hooks.oldestQueued = min(model.hooks.oldestQueued, next.id) }
             if model.hooks.running.isEmpty {
                 effects.append(.cancelTimer(.stopDeadline))
                 finishStop()
             }
             return
         }
-        startWaitingRuns(after: next)
     }
 
     /// How long after the first drop since the last count the next count is logged: a burst gets one entry per

@@ -77,18 +77,18 @@ public final class ControlService: Sendable {
 
     /// A service with no model yet; `metricsReply` appends `GetMetrics`' reply parameters (not the bare text) and
     /// `hookCounts` answers `CountHooks` (without them those methods answer `NotRunning`); `refused` hears of calls
-    /// refused for want of permission, `sent` of each batch of changes handed to the monitors (the monitors' queue
+    /// refused for want of permission, `batchSent` of each batch of changes handed to the monitors (the monitors' queue
     /// can run behind the loop in a burst, and frees the models it held as it catches up).
     public init(
         metricsReply metrics: (@Sendable (Model, inout [UInt8]) -> Void)? = nil,
         hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
         refused: @escaping @Sendable (String) -> Void = { _ in },
-        sent: @escaping @Sendable () -> Void = {}
+        batchSent: @escaping @Sendable () -> Void = {}
     ) {
         self.metrics = metrics
         self.hookCounts = hookCounts
         self.refused = refused
-        self.batchSent = sent
+        self.batchSent = batchSent
     }
 
     /// The view to connect to the controller: it receives every model and sends `Reload` requests as events.

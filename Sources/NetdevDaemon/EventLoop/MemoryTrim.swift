@@ -11,7 +11,7 @@ import Glibc
 /// first activity after a quiet spell and re-armed at most once a second while activity goes on.
 ///
 /// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
-/// and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first).
+/// and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being atomic).
 public final class MemoryTrim: @unchecked Sendable {
     private static let quiet: UInt64 = 1_000_000_000
     private let queue: DispatchQueue
