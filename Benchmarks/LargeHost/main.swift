@@ -10,6 +10,7 @@
 //   - an address added to a link that holds 4,000 (a load balancer's addresses on one link);
 //   - a monitor's change report per event, built from what the session noted (`Model.lastChange`) and, for
 //     comparison, from the two whole models, each written into its reply's frame as the monitors' queue writes it;
+//     and with `RequiredInterfaces=` matching every link while the host is not online (its missing lines in each);
 //   - a `ListLinks` reply (the whole table encoded), and again after one link changed (from the text kept with
 //     each link's place in it);
 //   - `Monitor`'s first reply (every link and every device with its udev properties);
@@ -308,6 +309,30 @@ for (number, size) in (sizes.isEmpty ? [1_000, 20_000] : sizes).enumerated() {
         }
     }
     rows[number].1.insert(String(format: "%.1f", held), at: 3)
+    // A monitor's changes while `RequiredInterfaces=nb*` and `RequiredFamily=ipv4` keep the host from being online
+    // (every link short of it: their addresses are IPv6), over the first 200 events, each built as the control
+    // service builds it (the last change's missing lines reused when the change cannot have altered them).
+    let requiring = model(
+        links: size, configuration: Configuration(requiredInterfaces: [.init(pattern: "nb*")], requiredFamily: .ipv4))
+    precondition(requiring.onlineState == .offline, "the requirement was met")
+    var step = requiring
+    let requiredModels = events.prefix(200).map { event in
+        step = Session.update(step, event).model ?? step
+        return step
+    }
+    let firstMissing = requiring.onlineMissing
+    let required = measure(per: requiredModels.count) {
+        var replies = ContinuingReplies()
+        var previous = requiring
+        var missing = firstMissing
+        for model in requiredModels {
+            let change = ChangeReport(from: previous, to: model, oldMissing: missing)
+            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
+            missing = change.onlineMissing
+            previous = model
+        }
+    }
+    rows[number].1.insert(String(format: "%.1f", required), at: 7)
 }
 let titles = [
     "resident memory per link (bytes)", "session update per event (µs)",
@@ -315,6 +340,7 @@ let titles = [
     "a link change and its hook run, one run held (µs)",
     "session update per event held during a resync (µs)", "an address added to a link with 4,000 (µs)",
     "change report per event, noted (µs)",
+    "the same, RequiredInterfaces= unmet by every link (µs)",
     "change report per event, whole models compared (µs)", "ListLinks reply (ms)",
     "ListLinks reply after one link changed (ms)", "Monitor's first reply, every link and device (ms)",
     "ListLinks reply decoded whole (ms)", "netdevctl links: the table's fields decoded (ms)",

@@ -199,26 +199,17 @@ public struct Model: Codable, Sendable, Equatable {
         online.state(under: storedConfiguration)
     }
 
-    /// How many links the listing of ``onlineMissing`` names one by one, without required interfaces; above it
-    /// the line counts them instead, so that it costs no pass over the links.
+    /// How many links a line of ``onlineMissing`` names one by one; above it the line counts them instead, so that
+    /// it costs no pass over the links and stays a line an operator reads.
     public static let onlineMissingListed = 32
 
     /// What keeps the host from being online (``OnlineEvaluation/missing(of:configuration:)``), `nil` when online.
-    /// Without `RequiredInterfaces=` and with more than ``onlineMissingListed`` links, its one line gives the number
-    /// of links instead of each link's state (O(1)); with required interfaces it names each one (a pass over the
-    /// links).
+    /// Kept from the online tally: without `RequiredInterfaces=` and with more than ``onlineMissingListed`` links,
+    /// its one line gives the number of links instead of each link's state; with them, each requirement's line
+    /// names up to that many links short of its state, looked up by index (O(log n) each), and counts them above.
     public var onlineMissing: [String]? {
         guard onlineState != .online else { return nil }
-        guard storedConfiguration.requiredInterfaces.isEmpty, storedLinks.count > Self.onlineMissingListed,
-            online.candidates > 0
-        else {
-            return OnlineEvaluation.missing(of: storedLinks.values, configuration: storedConfiguration)
-        }
-        return [
-            "no link reaches \(OnlineEvaluation.needed(storedConfiguration.minimumOperationalState, storedConfiguration)) "
-                + "([Online] MinimumOperationalState=): none of the \(quantity(online.candidates, "link")) other than "
-                + "loopback and ignored ones"
-        ]
+        return online.missing(in: storedLinks, under: storedConfiguration)
     }
 
     /// How many links count for the online state (not loopback, not ignored): above ``onlineMissingListed`` links

@@ -49,6 +49,40 @@ struct OnlineStateTests {
         #expect(OnlineEvaluation.missing(of: [routable], configuration: Configuration()).isEmpty)
     }
 
+    @Test("a requirement with more links short of it than a line names counts them, and names each once fewer are")
+    func missingAtScale() {
+        let configuration = Configuration(requiredInterfaces: [
+            InterfaceRequirement(parsing: "veth*")!, InterfaceRequirement(parsing: "eth0:degraded")!,
+        ])
+        let veths = (0..<40).map { Link(state: Fixture.state(Int32(10 + $0), "veth\($0)")) }
+        var model = Fixture.running(veths, configuration: configuration)
+        #expect(
+            model.onlineMissing == [
+                "veth*: 40 of the 40 matching links, needs routable", "eth0: no such link, needs degraded",
+            ])
+        for position in 0..<8 {
+            model.setLink(Fixture.routable(Int32(10 + position), "veth\(position)"), at: Int32(10 + position))
+        }
+        let named = (8..<40).map { "veth\($0): carrier, needs routable" }
+        #expect(model.onlineMissing == named + ["eth0: no such link, needs degraded"])
+        model.setLink(Link(state: Fixture.state(2, "eth0")), at: 2)
+        model.setLink(Fixture.routable(20, "veth10"), at: 20)
+        model.setLink(nil, at: 30)
+        #expect(
+            model.onlineMissing
+                == named.filter { !$0.hasPrefix("veth10:") && !$0.hasPrefix("veth20:") } + [
+                    "eth0: carrier, needs degraded"
+                ])
+        #expect(model.onlineState == .offline)
+        #expect(
+            model.onlineMissing == OnlineEvaluation.missing(of: model.links.values, configuration: configuration))
+        for position in 0..<40 where model.links[Int32(10 + position)] != nil {
+            model.setLink(Fixture.routable(Int32(10 + position), "veth\(position)"), at: Int32(10 + position))
+        }
+        #expect(model.onlineMissing == ["eth0: carrier, needs degraded"])
+        #expect(model.onlineMissing == OnlineEvaluation.missing(of: model.links.values, configuration: configuration))
+    }
+
     @Test("without requirements: online when any non-loopback, non-ignored link is routable")
     func defaults() {
         #expect(Fixture.running().onlineState == .offline)

@@ -108,6 +108,10 @@ struct Simulation {
         if model.onlineState != counted {
             failures.append("online state \(model.onlineState) from the tally, \(counted) from the links")
         }
+        let missing = OnlineEvaluation.missing(of: model.links.values, configuration: model.configuration)
+        if (model.onlineMissing ?? []) != missing {
+            failures.append("online missing \(model.onlineMissing ?? []) from the tally, \(missing) from the links")
+        }
         let running = Set(model.hooks.running.values.map(\.id))
         if !running.isSubset(of: Set(outstandingRuns.keys)) {
             failures.append("model runs \(running) not among started runs")
