@@ -199,9 +199,9 @@ public struct Model: Codable, Sendable, Equatable {
         online.state(under: storedConfiguration)
     }
 
-    /// How many links a line of ``onlineMissing`` names one by one; above it the line counts them instead, so that
-    /// it costs no pass over the links and stays a line an operator reads.
-    public static let onlineMissingListed = 32
+    /// How many links a line of ``onlineMissing`` names one by one (``NetdevWire/linksNamedPerLine``); above it the
+    /// line counts them instead, so that it costs no pass over the links and stays a line an operator reads.
+    public static let onlineMissingListed = linksNamedPerLine
 
     /// What keeps the host from being online (``OnlineEvaluation/missing(of:configuration:)``), `nil` when online.
     /// Kept from the online tally: without `RequiredInterfaces=` and with more than ``onlineMissingListed`` links,

@@ -3,3 +3,8 @@
 public func quantity(_ count: Int, _ singular: String, plural: String? = nil) -> String {
     "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
 }
+
+/// How many links a line about the online state names one by one (netdevd's `onlineMissing`, `netdevctl
+/// wait-online`); above it the line gives their number, so that it stays a line a person reads, and that netdevd
+/// makes without a pass over the links, on a host with thousands of them.
+public let linksNamedPerLine = 32

@@ -101,7 +101,8 @@ struct WaitOnline: NetdevctlCommand {
         print("Online after \(outcome.elapsed): \(outcome.met)")
     }
 
-    /// What a satisfied wait met, in one line: the host's state, or each required link and its state.
+    /// What a satisfied wait met, in one line: the host's state, or each required link and its state (their number
+    /// above ``NetdevWire/linksNamedPerLine``).
     static func met(
         _ state: StateReport, requirements: [InterfaceRequirement], minimum: OperationalState
     ) -> String {
@@ -109,13 +110,18 @@ struct WaitOnline: NetdevctlCommand {
         return requirements.map { requirement in
             let needed = requirement.minimumState ?? minimum
             let links = state.links.filter { Glob.matches(requirement.pattern, $0.name) }
-                .map { "\($0.name) \($0.operationalState)" }
-            return "\(requirement.pattern) (needs \(needed.rawValue)): "
-                + (links.isEmpty ? "none" : links.joined(separator: ", "))
+            let named =
+                links.isEmpty
+                ? "none"
+                : links.count > linksNamedPerLine
+                    ? quantity(links.count, "link")
+                    : links.map { "\($0.name) \($0.operationalState)" }.joined(separator: ", ")
+            return "\(requirement.pattern) (needs \(needed.rawValue)): " + named
         }.joined(separator: "; ")
     }
 
-    /// What is still missing, one line each; empty when the wait is over.
+    /// What is still missing, one line each (a requirement with more links short of it than
+    /// ``NetdevWire/linksNamedPerLine`` gives their number); empty when the wait is over.
     static func waiting(
         _ state: StateReport,
         requirements: [InterfaceRequirement],
@@ -140,6 +146,10 @@ struct WaitOnline: NetdevctlCommand {
             let short = matching.filter { (OperationalState(name: $0.operationalState) ?? .off) < needed }
             if short.isEmpty {
                 met += 1
+            } else if short.count > linksNamedPerLine {
+                missing.append(
+                    "\(requirement.pattern): \(short.count) of the \(quantity(matching.count, "matching link")), "
+                        + "needs \(needed.rawValue)")
             } else {
                 missing += short.map { "\($0.name): \($0.operationalState), needs \(needed.rawValue)" }
             }

@@ -141,3 +141,35 @@ struct MonitorChangeTests {
         }
     }
 }
+
+@Suite("wait-online's lines")
+struct WaitOnlineLinesTests {
+    static func link(_ index: Int, _ name: String, _ state: String) -> LinkReport {
+        LinkReport(
+            index: index, name: name, type: "veth", macAddress: nil, mtu: 1500, operationalState: state,
+            addresses: [], gateways: [])
+    }
+
+    @Test("a pattern matching more links short of it than a line names counts them; fewer are each named")
+    func counted() {
+        let many = (0..<40).map { Self.link(10 + $0, "veth\($0)", $0 < 5 ? "routable" : "carrier") }
+        var state = MonitorRepliesTests.state(1)
+        state.links = many + [Self.link(2, "eth0", "degraded")]
+        let requirements = [InterfaceRequirement(pattern: "veth*"), InterfaceRequirement(pattern: "eth0")]
+        #expect(
+            WaitOnline.waiting(state, requirements: requirements, minimum: .routable, any: false) == [
+                "veth*: 35 of the 40 matching links, needs routable", "eth0: degraded, needs routable",
+            ])
+        state.links = many.map { Self.link($0.index, $0.name, $0.index < 14 ? "carrier" : "routable") } + [
+            Self.link(2, "eth0", "routable")
+        ]
+        #expect(
+            WaitOnline.waiting(state, requirements: requirements, minimum: .routable, any: false)
+                == (0..<4).map { "veth\($0): carrier, needs routable" })
+        state.links = state.links.map { Self.link($0.index, $0.name, "routable") }
+        #expect(WaitOnline.waiting(state, requirements: requirements, minimum: .routable, any: false).isEmpty)
+        #expect(
+            WaitOnline.met(state, requirements: requirements, minimum: .routable)
+                == "veth* (needs routable): 40 links; eth0 (needs routable): eth0 routable")
+    }
+}
