@@ -160,9 +160,10 @@ struct WaitOnlineLinesTests {
             WaitOnline.waiting(state, requirements: requirements, minimum: .routable, any: false) == [
                 "veth*: 35 of the 40 matching links, needs routable", "eth0: degraded, needs routable",
             ])
-        state.links = many.map { Self.link($0.index, $0.name, $0.index < 14 ? "carrier" : "routable") } + [
-            Self.link(2, "eth0", "routable")
-        ]
+        state.links =
+            many.map { Self.link($0.index, $0.name, $0.index < 14 ? "carrier" : "routable") } + [
+                Self.link(2, "eth0", "routable")
+            ]
         #expect(
             WaitOnline.waiting(state, requirements: requirements, minimum: .routable, any: false)
                 == (0..<4).map { "veth\($0): carrier, needs routable" })
