@@ -199,22 +199,19 @@ public struct Model: Codable, Sendable, Equatable {
         online.state(under: storedConfiguration)
     }
 
-    /// How many links a line of ``onlineMissing`` names one by one (``NetdevWire/linksNamedPerLine``); above it the
-    /// line counts them instead, so that it costs no pass over the links and stays a line an operator reads.
-    public static let onlineMissingListed = linksNamedPerLine
-
     /// What keeps the host from being online (``OnlineEvaluation/missing(of:configuration:)``), `nil` when online.
-    /// Kept from the online tally: without `RequiredInterfaces=` and with more than ``onlineMissingListed`` links,
-    /// its one line gives the number of links instead of each link's state; with them, each requirement's line
-    /// names up to that many links short of its state, looked up by index (O(log n) each), and counts them above.
+    /// Kept from the online tally: without `RequiredInterfaces=` and with more than
+    /// ``NetdevWire/linksNamedPerLine`` links, its one line gives the number of links instead of each link's state;
+    /// with them, each requirement's line names up to that many links short of its state, looked up by index
+    /// (O(log n) each), and counts them above.
     public var onlineMissing: [String]? {
         guard onlineState != .online else { return nil }
         return online.missing(in: storedLinks, under: storedConfiguration)
     }
 
-    /// How many links count for the online state (not loopback, not ignored): above ``onlineMissingListed`` links
-    /// and without required interfaces, ``onlineMissing`` depends on this number, the online state and the
-    /// configuration only.
+    /// How many links count for the online state (not loopback, not ignored): above
+    /// ``NetdevWire/linksNamedPerLine`` links and without required interfaces, ``onlineMissing`` depends on this
+    /// number, the online state and the configuration only.
     public var onlineCandidates: Int { online.candidates }
 
     /// Links sorted by index, for listings.

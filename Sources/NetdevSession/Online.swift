@@ -52,18 +52,18 @@ struct OnlineTally: Sendable, Equatable {
     }
 
     /// What keeps `links` (the links this tally counted, by index) from being online: O(log n) for each link a line
-    /// names, at most ``Model/onlineMissingListed`` of them for each requirement.
+    /// names, at most ``NetdevWire/linksNamedPerLine`` of them for each requirement.
     func missing(in links: TreeDictionary<Int32, Link>, under configuration: Configuration) -> [String] {
         guard state(under: configuration) != .online else { return [] }
         if configuration.requiredInterfaces.isEmpty {
-            guard links.count > Model.onlineMissingListed || candidates == 0 else {
+            guard links.count > linksNamedPerLine || candidates == 0 else {
                 return OnlineEvaluation.missing(of: links.values, configuration: configuration)
             }
             return [OnlineEvaluation.noLinkReaches(configuration, candidates: candidates, listing: [])]
         }
         var lines: [String] = []
         for (position, requirement) in configuration.requiredInterfaces.enumerated() {
-            let shortOf = short[position].count <= Model.onlineMissingListed ? short[position].sorted() : []
+            let shortOf = short[position].count <= linksNamedPerLine ? short[position].sorted() : []
             lines += OnlineEvaluation.lines(
                 for: requirement, matching: matching[position], short: short[position].count,
                 naming: shortOf.compactMap { links[$0] }, configuration)
@@ -96,17 +96,18 @@ public enum OnlineEvaluation {
 
     /// What keeps `links` from being online under `configuration`, one line per requirement not met (`eth0:
     /// degraded, needs routable`, `wlan*: no such link, needs routable`), or, without required interfaces, which
-    /// links fall short of the minimum; empty when online. A line names each link up to ``Model/onlineMissingListed``
-    /// and counts them above that (for all links without required interfaces, for a requirement's links short of its
-    /// state with them), so that it stays a line an operator reads on a host with thousands of links. A pass over
-    /// the links: the model keeps the same lines from its tally (``Model/onlineMissing``).
+    /// links fall short of the minimum; empty when online. A line names each link up to
+    /// ``NetdevWire/linksNamedPerLine`` and counts them above that (for all links without required interfaces, for a
+    /// requirement's links short of its state with them), so that it stays a line an operator reads on a host with
+    /// thousands of links. A pass over the links: the model keeps the same lines from its tally
+    /// (``Model/onlineMissing``).
     public static func missing(of links: some Collection<Link>, configuration: Configuration) -> [String] {
         let candidates = links.filter { !$0.state.isLoopback && !configuration.ignores($0.name) }
             .sorted { $0.index < $1.index }
         if configuration.requiredInterfaces.isEmpty {
             let minimum = configuration.minimumOperationalState
             guard !candidates.contains(where: { satisfies($0, minimum, configuration) }) else { return [] }
-            let named = links.count > Model.onlineMissingListed ? [] : candidates
+            let named = links.count > linksNamedPerLine ? [] : candidates
             return [noLinkReaches(configuration, candidates: candidates.count, listing: named)]
         }
         var missing: [String] = []
@@ -116,7 +117,7 @@ public enum OnlineEvaluation {
             let short = matching.filter { !satisfies($0, minimum, configuration) }
             missing += lines(
                 for: requirement, matching: matching.count, short: short.count,
-                naming: short.count > Model.onlineMissingListed ? [] : short, configuration)
+                naming: short.count > linksNamedPerLine ? [] : short, configuration)
         }
         return missing
     }

@@ -111,11 +111,13 @@ struct WaitOnline: NetdevctlCommand {
             let needed = requirement.minimumState ?? minimum
             let links = state.links.filter { Glob.matches(requirement.pattern, $0.name) }
             let named =
-                links.isEmpty
-                ? "none"
-                : links.count > linksNamedPerLine
-                    ? quantity(links.count, "link")
-                    : links.map { "\($0.name) \($0.operationalState)" }.joined(separator: ", ")
+                if links.isEmpty {
+                    "none"
+                } else if links.count > linksNamedPerLine {
+                    quantity(links.count, "link")
+                } else {
+                    links.map { "\($0.name) \($0.operationalState)" }.joined(separator: ", ")
+                }
             return "\(requirement.pattern) (needs \(needed.rawValue)): " + named
         }.joined(separator: "; ")
     }

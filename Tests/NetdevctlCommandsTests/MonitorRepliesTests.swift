@@ -145,9 +145,7 @@ struct MonitorChangeTests {
 @Suite("wait-online's lines")
 struct WaitOnlineLinesTests {
     static func link(_ index: Int, _ name: String, _ state: String) -> LinkReport {
-        LinkReport(
-            index: index, name: name, type: "veth", macAddress: nil, mtu: 1500, operationalState: state,
-            addresses: [], gateways: [])
+        MonitorChangeTests.link(index, name, state)
     }
 
     @Test("a pattern matching more links short of it than a line names counts them; fewer are each named")

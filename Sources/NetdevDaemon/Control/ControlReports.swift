@@ -67,13 +67,13 @@ extension ChangeReport {
     /// `true` when ``Model/onlineMissing`` of `new` is that of `old` with no need to look: the online state and
     /// the configuration are the same, and with required interfaces (the listing that names links) no link the
     /// change touched matches one of them, before or after. Without required interfaces and above
-    /// ``Model/onlineMissingListed`` links, the line only counts the candidate links: the same count, the same line
+    /// ``NetdevWire/linksNamedPerLine`` links, the line only counts the candidate links: the same count, the same line
     /// (making it again cost 8,500 instructions, most of building a monitor's change).
     static func keepsMissing(from old: Model, to new: Model) -> Bool {
         guard old.onlineState == new.onlineState, old.configuration == new.configuration else { return false }
         let required = new.configuration.requiredInterfaces
         if required.isEmpty {
-            let listed = Model.onlineMissingListed
+            let listed = linksNamedPerLine
             return old.links.count > listed && new.links.count > listed && old.onlineCandidates > 0
                 && old.onlineCandidates == new.onlineCandidates
         }
