@@ -140,10 +140,12 @@ struct DaemonBadDayTests {
             "anonymous memory \(beforeMetrics) KiB before GetMetrics, \(afterMetrics) KiB after")
         try ipBatch((0..<2_000).map { "link del mlk\($0)a" })
         #expect(try waitUntil(timeout: 60) { try linkCount() == idleLinks }, "the 4,000 links were not all removed")
-        // The memory of the burst is given back after a second without events.
+        // The memory of the burst is given back after a second without events. What stays is the heap's pieces spread
+        // over its pages: 1,444-1,600 KiB in this debug build over 10 runs (2026-11-28); with the trim taken out,
+        // 4,252 KiB.
         Thread.sleep(forTimeInterval: 3)
         let after = try #require(anonymousMemoryKiB(pid))
-        #expect(after - before < 1_536, "anonymous memory \(before) KiB before, \(after) KiB after")
+        #expect(after - before < 2_048, "anonymous memory \(before) KiB before, \(after) KiB after")
         daemon.signal(SIGTERM)
         #expect(daemon.exitStatus(timeout: 20) == 0)
     }
