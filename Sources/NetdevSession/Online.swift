@@ -146,10 +146,9 @@ public enum OnlineEvaluation {
         if matching == 0 {
             return ["\(requirement.pattern): no such link, needs \(needs)"]
         }
-        if short > naming.count {
-            return ["\(requirement.pattern): \(short) of the \(quantity(matching, "matching link")), needs \(needs)"]
-        }
-        return naming.map { "\($0.name): \($0.operationalState.rawValue), needs \(needs)" }
+        return shortLinkLines(
+            pattern: requirement.pattern, matching: matching, short: short,
+            naming: naming.map { ($0.name, $0.operationalState.rawValue) }, needs: needs)
     }
 
     /// `routable (ipv4)`: a minimum state as the missing lines say it (the address family matters for routable only,

@@ -148,12 +148,10 @@ struct WaitOnline: NetdevctlCommand {
             let short = matching.filter { (OperationalState(name: $0.operationalState) ?? .off) < needed }
             if short.isEmpty {
                 met += 1
-            } else if short.count > linksNamedPerLine {
-                missing.append(
-                    "\(requirement.pattern): \(short.count) of the \(quantity(matching.count, "matching link")), "
-                        + "needs \(needed.rawValue)")
             } else {
-                missing += short.map { "\($0.name): \($0.operationalState), needs \(needed.rawValue)" }
+                missing += shortLinkLines(
+                    pattern: requirement.pattern, matching: matching.count, short: short.count,
+                    naming: short.map { ($0.name, $0.operationalState) }, needs: needed.rawValue)
             }
         }
         return (any ? met > 0 : met == requirements.count) ? [] : missing

@@ -114,9 +114,11 @@ final class RawConnection {
     func read(replies count: Int) -> [String] {
         var collected: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
-        while collected.lazy.filter({ $0 == 0 }).count < count {
+        var ended = 0
+        while ended < count {
             let received = recv(fd, &chunk, chunk.count, 0)
             guard received > 0 else { break }
+            ended += chunk[0..<received].lazy.filter { $0 == 0 }.count
             collected += chunk[0..<received]
         }
         return collected.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
