@@ -90,6 +90,20 @@ func netDevice(_ index: Int32) -> Device {
         ])
 }
 
+/// A host's devices that are not links: those the namespace harness sees on this machine (10 block devices, 68
+/// ttys), so that a change carries the device counts of three subsystems as a host's changes do.
+let otherDevices =
+    (0..<10).map { number in
+        Device(
+            syspath: "/sys/devices/virtual/block/loop\(number)", sysname: "loop\(number)", subsystem: "block",
+            devtype: "disk", devnode: "/dev/loop\(number)", properties: ["MAJOR": "7", "MINOR": "\(number)"])
+    }
+    + (0..<68).map { number in
+        Device(
+            syspath: "/sys/devices/virtual/tty/tty\(number)", sysname: "tty\(number)", subsystem: "tty",
+            devnode: "/dev/tty\(number)", properties: ["MAJOR": "4", "MINOR": "\(number)"])
+    }
+
 func model(links count: Int, configuration: Configuration = Configuration()) -> Model {
     let links = (1...Int32(count)).map { index in
         Link(
@@ -97,7 +111,7 @@ func model(links count: Int, configuration: Configuration = Configuration()) -> 
             addresses: [LinkAddress(family: .ipv6, address: "fe80::a8bb:ccff:fedd:\(index)", prefixLength: 64)])
     }
     let start = Session.initiate(Model(configuration: configuration, maximumLogPriority: .info)).model
-    let snapshot = Snapshot(links: links, devices: (1...Int32(count)).map(netDevice))
+    let snapshot = Snapshot(links: links, devices: (1...Int32(count)).map(netDevice) + otherDevices)
     let enumerated =
         Session.update(start, .enumerated(generation: start.enumerationGeneration, snapshot: snapshot)).model ?? start
     guard !configuration.networkdDispatcherDirectories.isEmpty else { return enumerated }
@@ -141,10 +155,10 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
     let noted = measure(per: events.count) {
         // As the monitors' queue does: each change written into its reply's frame.
         var replies = ContinuingReplies()
+        var writer = ChangeWriter()
         var previous = current
         for model in models {
-            let change = ChangeReport(from: previous, to: model)
-            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
+            writer.append(from: previous, to: model, to: &replies)
             previous = model
         }
         reportBytes += replies.message.count
@@ -157,11 +171,11 @@ for size in sizes.isEmpty ? [1_000, 20_000] : sizes {
         ? .nan
         : measure(per: compared.count) {
             var replies = ContinuingReplies()
+            var writer = ChangeWriter()
             var previous = current
             for var model in compared {
                 model.lastChange = .everything
-                let change = ChangeReport(from: previous, to: model)
-                replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
+                writer.append(from: previous, to: model, to: &replies)
                 previous = model
             }
             reportBytes += replies.message.count
@@ -320,15 +334,12 @@ for (number, size) in (sizes.isEmpty ? [1_000, 20_000] : sizes).enumerated() {
         step = Session.update(step, event).model ?? step
         return step
     }
-    let firstMissing = requiring.onlineMissing
     let required = measure(per: requiredModels.count) {
         var replies = ContinuingReplies()
+        var writer = ChangeWriter(following: requiring)
         var previous = requiring
-        var missing = firstMissing
         for model in requiredModels {
-            let change = ChangeReport(from: previous, to: model, oldMissing: missing)
-            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
-            missing = change.onlineMissing
+            writer.append(from: previous, to: model, to: &replies)
             previous = model
         }
     }

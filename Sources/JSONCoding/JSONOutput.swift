@@ -135,6 +135,12 @@ public struct JSONOutput {
         _ name: String, object members: [String: Value], _ write: (inout JSONOutput, Value) -> Void
     ) {
         key(name)
+        object(members, write)
+    }
+
+    /// An object (an array's element, the value after ``key(_:)``, or a text of its own): `members` in key order,
+    /// each value written by `write`.
+    public mutating func object<Value>(_ members: [String: Value], _ write: (inout JSONOutput, Value) -> Void) {
         open("{")
         for member in members.sorted(by: { Self.utf8Precedes($0.key, $1.key) }) {
             key(member.key)

@@ -3,6 +3,7 @@ import NetdevDaemon
 import NetdevSession
 import NetdevWire
 import Testing
+import Varlink
 
 /// Monitors are sent changes built from what the session noted changed (``Model/lastChange``), not from comparing
 /// whole models: the two must never differ.
@@ -34,7 +35,9 @@ struct NotedChangeTests {
         }
     }
 
-    @Test("each change built from the noted links and devices equals the whole models compared, 6,000 events")
+    @Test(
+        "each change built from the noted links and devices equals the whole models compared, and the monitors' writer writes its bytes, 6,000 events"
+    )
     func notedEqualsCompared() {
         var generator = SeededGenerator(seed: 0x4e_6f74)
         var noted = 0
@@ -55,6 +58,7 @@ struct NotedChangeTests {
             var model = Session.update(start, .enumerated(generation: 1, snapshot: snapshot)).model ?? start
             // What the control service keeps between changes: the last change's missing lines.
             var missing = StateReport(model).onlineMissing
+            var writer = ChangeWriter(following: model)
             for step in 0..<2_000 {
                 let next = Session.update(model, Self.randomEvent(using: &generator)).model ?? model
                 guard next.changeSequence == model.changeSequence + 1 else {
@@ -66,6 +70,14 @@ struct NotedChangeTests {
                 whole.lastChange = .everything
                 let change = ChangeReport(from: model, to: next, oldMissing: missing)
                 #expect(change == ChangeReport(from: model, to: whole), "step \(step): \(next.lastChange)")
+                // The writer carries the listing and the device counts' text from one change to the next.
+                var written = ContinuingReplies()
+                writer.append(from: model, to: next, to: &written)
+                var expected = ContinuingReplies()
+                expected.append { ReportJSON.appendChangeParameters(ChangeReport(from: model, to: whole), to: &$0) }
+                #expect(
+                    written.message == expected.message,
+                    "step \(step): \(String(decoding: written.message, as: UTF8.self))")
                 noted += next.lastChange.everything ? 0 : 1
                 missing = change.onlineMissing
                 model = next

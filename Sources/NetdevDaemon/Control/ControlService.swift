@@ -27,9 +27,8 @@ public final class ControlService: Sendable {
         var replies: [CachedReply: (sequence: Int, bytes: [UInt8])] = [:]
         /// The `ListLinks` reply, kept across changes: the next encodes only the links changed since.
         var linkList = LinkListText()
-        /// The `onlineMissing` of the last change sent to monitors, and its sequence: the next change reuses it when
-        /// it cannot differ (``ChangeReport/keepsMissing(from:to:)``).
-        var sentMissing: (sequence: Int, missing: [String]?)?
+        /// Writes the changes sent to monitors, carrying what the next change may share with the last one sent.
+        var changeWriter = ChangeWriter()
         /// Models published for monitors and not yet sent, each with the one before it, in order.
         var unsent: [(previous: Model, model: Model)] = []
         /// The monitor queue has been asked to send `unsent` and has not taken it yet.
@@ -147,27 +146,24 @@ public final class ControlService: Sendable {
     /// each monitor those after its first state, in one delivery: the same buffer for every monitor that had its
     /// first state before them (all of them but one that has just begun). On the monitor queue.
     private func sendUnsent() {
-        let (batch, sent) = withState { state in
+        let (batch, kept) = withState { state in
             defer {
                 state.unsent = []
                 state.sendQueued = false
                 state.lastSend = .now()
             }
-            return (state.unsent, state.sentMissing)
+            return (state.unsent, state.changeWriter)
         }
-        var missing = sent
+        var writer = kept
         var replies = ContinuingReplies()
         var sequences: [Int] = []
         sequences.reserveCapacity(batch.count)
         for (previous, model) in batch {
-            let oldMissing = missing.flatMap { $0.sequence == previous.changeSequence ? .some($0.missing) : nil }
-            let change = ChangeReport(from: previous, to: model, oldMissing: oldMissing)
-            missing = (model.changeSequence, change.onlineMissing)
-            replies.append { ReportJSON.appendChangeParameters(change, to: &$0) }
+            writer.append(from: previous, to: model, to: &replies)
             sequences.append(model.changeSequence)
         }
         withState { state in
-            state.sentMissing = missing
+            state.changeWriter = writer
             var rests: [Int: ContinuingReplies] = [:]
             for monitor in state.monitors.values {
                 let held = sequences.prefix { $0 <= monitor.since }.count

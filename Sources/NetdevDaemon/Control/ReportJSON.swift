@@ -12,12 +12,7 @@ public enum ReportJSON {
     /// `{"change": change}`, the parameters of a monitor's reply after its first state, appended to `buffer` (a
     /// reply's frame).
     public static func appendChangeParameters(_ change: ChangeReport, to buffer: inout [UInt8]) {
-        var json = JSONOutput(appendingTo: &buffer)
-        json.open("{")
-        json.key("change")
-        append(&json, change)
-        json.close("}")
-        buffer = json.take()
+        appendChangeParameters(change, counts: nil, to: &buffer)
     }
 
     /// `{"state": state}`: `GetState`'s reply, and `Monitor`'s first with every device.
@@ -60,10 +55,39 @@ public enum ReportJSON {
         return json.take()
     }
 
+    /// `{"change": change}`, its device counts copied from `counts` when given: the change's, as
+    /// ``deviceCountsText(_:)`` wrote them (``ChangeWriter``).
+    static func appendChangeParameters(_ change: ChangeReport, counts: [UInt8]?, to buffer: inout [UInt8]) {
+        var json = JSONOutput(appendingTo: &buffer)
+        json.open("{")
+        json.key("change")
+        append(&json, change, counts: counts)
+        json.close("}")
+        buffer = json.take()
+    }
+
+    /// The JSON object of a report's `deviceCounts`.
+    static func deviceCountsText(_ counts: [String: Int]) -> [UInt8] {
+        var json = JSONOutput(capacity: 2 + 16 * counts.count)
+        json.object(counts) { $0.element($1) }
+        return json.take()
+    }
+
     /// Writes `change` as a JSON object.
     public static func append(_ json: inout JSONOutput, _ change: ChangeReport) {
+        append(&json, change, counts: nil)
+    }
+
+    /// Writes `change` as a JSON object, its device counts copied from `counts` when given (``deviceCountsText(_:)``
+    /// of them).
+    private static func append(_ json: inout JSONOutput, _ change: ChangeReport, counts: [UInt8]?) {
         json.open("{")
-        json.add("deviceCounts", object: change.deviceCounts) { $0.element($1) }
+        if let counts {
+            json.key("deviceCounts")
+            json.append(encoded: counts[...])
+        } else {
+            json.add("deviceCounts", object: change.deviceCounts) { $0.element($1) }
+        }
         json.add("devices", array: change.devices, append)
         json.add("links", array: change.links, append)
         appendSmallParts(missing: change.onlineMissing, online: change.onlineState, phase: change.phase, to: &json)
