@@ -10,15 +10,26 @@ import Glibc
 /// memory in its heap, so without this the RSS after a burst stays at the burst's peak. One timer, armed at the
 /// first activity after a quiet spell and re-armed at most once a second while activity goes on.
 ///
-/// `@unchecked Sendable`: `armed` and `lastActivity` are read and written only on `queue`, where the timer fires
-/// and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being atomic).
+/// The heap is trimmed once more 6 s later, if nothing happened meanwhile. libdispatch's pool threads each keep a
+/// cache of the blocks they ran (80 bytes each, made during the burst and so spread over its pages), and free it when
+/// they end, 5 s after their last block: after the first trim. Freed then and not trimmed, those blocks kept a page
+/// each resident (docs/PERFORMANCE.md: 1.4 MiB after 4,000 links with 10 monitors).
+///
+/// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
+/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
+/// atomic).
 public final class MemoryTrim: @unchecked Sendable {
     private static let quiet: UInt64 = 1_000_000_000
+    /// From a trim to the next, when nothing happened between: the pool threads that worked until the first have
+    /// ended by then (libdispatch ends one after 5 s without work).
+    private static let poolThreadsEnded: UInt64 = 6_000_000_000
     private let queue: DispatchQueue
     /// A ``noteActivityElsewhere()`` is on its way to `queue`.
     private let noteQueued = Atomic<Bool>(false)
     private var timer: PollerTimer?
     private var armed = false
+    /// The timer is armed for the trim after the pool's threads have ended, not for the one after a quiet second.
+    private var followUp = false
     /// When something last happened (``PollerTimer/now()``).
     private var lastActivity: UInt64 = 0
     /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
@@ -44,18 +55,27 @@ public final class MemoryTrim: @unchecked Sendable {
     /// Something was read. On the queue.
     func noteActivity() {
         lastActivity = PollerTimer.now()
-        guard !armed else { return }
+        guard !armed || followUp else { return }
         armed = true
+        followUp = false
         timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
     }
 
     private func fired() {
+        if followUp {
+            armed = false
+            followUp = false
+            Self.trimQueue.async { malloc_trim(0) }
+            return
+        }
+        let now = PollerTimer.now()
         let due = lastActivity + Self.quiet
-        if PollerTimer.now() < due {
+        if now < due {
             timer?.schedule(atUptimeNanoseconds: due)
             return
         }
-        armed = false
+        followUp = true
+        timer?.schedule(atUptimeNanoseconds: now + Self.poolThreadsEnded)
         Self.trimQueue.async { malloc_trim(0) }
     }
 }
