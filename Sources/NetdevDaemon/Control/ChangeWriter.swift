@@ -6,7 +6,7 @@ public import Varlink
 /// were published. What one change shares with the one before is carried over, not made again: the online listing
 /// (kept when the change cannot have altered it, ``NetdevWire/ChangeReport/keepsMissing(from:to:)``) and the JSON
 /// object of the device counts (written again only when the counts differ: sorting and writing every subsystem's
-/// count was more than half of the time spent writing a change, docs/PERFORMANCE.md).
+/// count was more than half of the time spent writing a change's JSON, docs/PERFORMANCE.md).
 ///
 /// Contract: the bytes appended are those of ``ReportJSON/appendChangeParameters(_:to:)`` for each change; the tests
 /// compare the two.

@@ -13,7 +13,7 @@ import Glibc
 /// The heap is trimmed once more 6 s later, if nothing happened meanwhile. libdispatch's pool threads each keep a
 /// cache of the blocks they ran (80 bytes each, made during the burst and so spread over its pages), and free it when
 /// they end, 5 s after their last block: after the first trim. Freed then and not trimmed, those blocks kept a page
-/// each resident (docs/PERFORMANCE.md: 1.4 MiB after 4,000 links with 10 monitors).
+/// each resident (docs/PERFORMANCE.md: 1.6 MiB after 4,000 links with 10 monitors).
 ///
 /// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
 /// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
