@@ -3,20 +3,6 @@ import KernelTestSupport
 import Testing
 import Varlink
 
-/// The resident KiB of `pid`'s heap (glibc's main arena: `[heap]` in /proc/PID/smaps).
-func heapResidentKiB(_ pid: Int32) -> Int? {
-    guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return nil }
-    var inHeap = false
-    for line in smaps.split(separator: "\n") {
-        if let first = line.first, first.isHexDigit, line.contains("-") {
-            inHeap = line.hasSuffix("[heap]")
-        } else if inHeap, line.hasPrefix("Rss:") {
-            return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-        }
-    }
-    return nil
-}
-
 @Suite("netdevd's memory after a burst with monitors", .serialized, .tags(.kernel), KernelHarness.enabled)
 struct MonitoredBurstMemoryTests {
     @Test("10 monitors, 2,000 veth pairs made and deleted: 9 s later the heap has given back all but 1.5 MiB of it")
@@ -28,7 +14,11 @@ struct MonitoredBurstMemoryTests {
         let readers = DispatchGroup()
         let monitors = (0..<10).map { _ in RawMonitor(path: daemon.socket) }
         defer {
-            for monitor in monitors { close(monitor.fd) }
+            // A shutdown wakes the reading threads (a close alone leaves a blocked recv waiting for the daemon).
+            for monitor in monitors {
+                shutdown(monitor.fd, Int32(SHUT_RDWR))
+                close(monitor.fd)
+            }
             readers.wait()
         }
         for monitor in monitors { monitor.readUntilClosed(readers) }

@@ -102,6 +102,20 @@ func anonymousMemoryKiB(_ pid: Int32) -> Int? {
     memoryKiB(pid, "RssAnon:")
 }
 
+/// The resident KiB of `pid`'s heap (glibc's main arena: `[heap]` in /proc/PID/smaps).
+func heapResidentKiB(_ pid: Int32) -> Int? {
+    guard let smaps = try? String(contentsOfFile: "/proc/\(pid)/smaps", encoding: .utf8) else { return nil }
+    var inHeap = false
+    for line in smaps.split(separator: "\n") {
+        if let first = line.first, first.isHexDigit, line.contains("-") {
+            inHeap = line.hasSuffix("[heap]")
+        } else if inHeap, line.hasPrefix("Rss:") {
+            return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+        }
+    }
+    return nil
+}
+
 /// A figure of /proc/PID/status, in KiB.
 private func memoryKiB(_ pid: Int32, _ field: String) -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
