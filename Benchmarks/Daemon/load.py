@@ -1271,10 +1271,10 @@ def main():
             time.sleep(2)
             check_monitors(figures, label, monitors, ctl, daemon.socket_path)
             burst_costs(figures, label, before, daemon, journald, sampler, catalog, "RSS after delete", problems, ctl)
-            # netdevd trims its heap a quiet second after a burst and again 6 s later, once libdispatch's threads
-            # that worked in the burst have ended and freed what they kept.
-            time.sleep(6)
-            figures[f"{label}: RSS after delete and netdevd's second trim, 6 s later, anonymous / file pages (MiB)"] = (
+            # netdevd trims its heap a quiet second after a burst or a client's last reply (the calls above), and
+            # again 6 s later, once libdispatch's threads that worked meanwhile have ended and freed what they kept.
+            time.sleep(8)
+            figures[f"{label}: RSS after delete and netdevd's second trim, 8 s later, anonymous / file pages (MiB)"] = (
                 f"{proc_status(daemon.pid, 'RssAnon'):.1f} / {proc_status(daemon.pid, 'RssFile'):.1f}")
             stop_profile(profiler)
             save_smaps(options.smaps, daemon.pid, label.replace(" #", "-"))

@@ -74,7 +74,9 @@ public final class RouteWatcher: Sendable {
                     batch.overflowed = true
                 case .bytes(let reader):
                     do throws(NetlinkParseError) {
-                        batch.messages += try RouteMessageParser.parseBuffer(reader).messages
+                        let messages = try RouteMessageParser.parseBuffer(reader).messages
+                        // Most reads are the batch's first: its array is taken as it is, not copied.
+                        if batch.messages.isEmpty { batch.messages = messages } else { batch.messages += messages }
                     } catch {
                         batch.malformed.append(error)
                     }

@@ -262,7 +262,7 @@ final class Connection: @unchecked Sendable {
             return
         }
         if output.isEmpty {
-            if writtenSinceEmpty >= VarlinkServer.drainedBacklogBytes { server?.drained() }
+            if writtenSinceEmpty > 0 { server?.drained() }
             writtenSinceEmpty = 0
         }
         if output.isEmpty && closeWhenFlushed {

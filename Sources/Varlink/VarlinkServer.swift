@@ -26,7 +26,7 @@ public final class VarlinkServer: Sendable {
     private let product: String
     private let state = Locked<ServerState>(ServerState())
     private let notify: @Sendable (VarlinkNotice) -> Void
-    /// Called on the server's queue when a connection has written out a backlog (``drainedBacklogBytes``).
+    /// Called on the server's queue when a connection has written out every reply it had.
     let drained: @Sendable () -> Void
     private let throttle = NoticeThrottle()
     /// A descriptor held in reserve (/dev/null) for ``shedOneConnection(reason:)``; -1 while it is not.
@@ -47,14 +47,10 @@ public final class VarlinkServer: Sendable {
         var stopped = false
     }
 
-    /// How many bytes a connection must have written since its replies last all went out for ``drained`` to be
-    /// called when they all have again: a slow reader's backlog, or one large reply.
-    public static let drainedBacklogBytes = 64 * 1024
-
     /// Serves `interfaces` on the already listening socket `fileDescriptor` (socket activation). A shed client is
     /// told `overloadErrors`, by default named after the first interface. `drained` is called (on the server's
-    /// queue) each time a connection has written out a backlog of ``drainedBacklogBytes`` or more, when the memory
-    /// that held it is free: a server that gives memory back to the system once quiet learns of it there.
+    /// queue) each time a connection has written out every reply it had, when the memory that held them is free: a
+    /// server that gives memory back to the system once quiet learns of it there.
     public init(
         listening fileDescriptor: Int32,
         interfaces: [VarlinkInterface],

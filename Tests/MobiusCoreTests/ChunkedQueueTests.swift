@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import MobiusCore
@@ -38,5 +39,45 @@ struct ChunkedQueueTests {
             #expect(chunk.capacity * stride <= budget)
         }
         #expect(queue.tail.capacity * stride <= budget)
+    }
+
+    @Test("an emptied queue keeps one chunk's storage for the next batch, and the next values come out in order")
+    func keptStorage() {
+        let stride = MemoryLayout<Large>.stride
+        var queue = ChunkedQueue<Large>()
+        for id in 0..<3 { queue.append(Large(id: id)) }
+        let capacity = queue.tail.capacity
+        queue.removeAll(keepingStorage: true)
+        #expect(queue.isEmpty && queue.hasStorage)
+        #expect(queue.tail.capacity == capacity)
+        for id in 3..<6 { queue.append(Large(id: id)) }
+        #expect(queue.tail.capacity == capacity)
+        for id in 6..<5_000 { queue.append(Large(id: id)) }
+        queue.removeAll(keepingStorage: true)
+        #expect(queue.full.isEmpty && queue.count == 0)
+        #expect(queue.tail.capacity * stride <= ChunkedQueue<Large>.chunkBytes + stride)
+        for id in 0..<100 { queue.append(Large(id: id)) }
+        var seen: [Int] = []
+        queue.forEach { seen.append($0.id) }
+        #expect(seen == Array(0..<100))
+        queue.removeAll(keepingStorage: false)
+        #expect(!queue.hasStorage)
+    }
+
+    @Test("a mailbox drained after every few values delivers them all in order and keeps its storage for the next")
+    func mailboxKeepsStorage() {
+        let queue = DispatchQueue(label: "mailbox-test")
+        let mailbox = Mailbox<Large>(queue: queue)
+        let seen = Recorder<Int>()
+        mailbox.open { seen.record($0.id) }
+        for id in 0..<1_000 {
+            mailbox.post(Large(id: id))
+            if id % 3 == 0 { queue.sync {} }
+        }
+        queue.sync {}
+        #expect(seen.all == Array(0..<1_000))
+        #expect(mailbox.state.withLock { $0.pending.isEmpty && $0.pending.hasStorage })
+        mailbox.close()
+        #expect(mailbox.state.withLock { !$0.pending.hasStorage })
     }
 }

@@ -92,13 +92,18 @@ final class Mailbox<Value: Sendable>: Sendable {
                 defer { state.pending = ChunkedQueue() }
                 return (state.pending, deliver)
             }
-            guard let taken else { return }
+            guard var taken else { return }
             taken.batch.forEach { value in
                 if !closed.isSet {
                     taken.deliver(value)
                 }
             }
+            // The values are destroyed here, outside the lock; their storage goes back for the next batch.
+            taken.batch.removeAll(keepingStorage: true)
             let again = state.withLock { state -> Bool in
+                if !state.closed && state.pending.isEmpty && !state.pending.hasStorage {
+                    swap(&state.pending, &taken.batch)
+                }
                 guard !state.closed, !state.pending.isEmpty else {
                     state.scheduled = false
                     return false

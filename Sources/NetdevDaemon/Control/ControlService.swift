@@ -43,6 +43,10 @@ public final class ControlService: Sendable {
     /// every 10 ms held 1 to 4 changes and 10 monitors' sends cost 84 µs each (docs/PERFORMANCE.md).
     public static let monitorSendIntervalMilliseconds = 50
 
+    /// The most changes whose storage the monitor queue hands back for the next batch: 8 pairs of models, 10 KB
+    /// (a batch that large costs far more than allocating it).
+    static let keptUnsent = 8
+
     /// The replies worth keeping: those every caller of a method without parameters gets.
     private enum CachedReply: Hashable {
         case state, devices, monitorState
@@ -146,7 +150,7 @@ public final class ControlService: Sendable {
     /// each monitor those after its first state, in one delivery: the same buffer for every monitor that had its
     /// first state before them (all of them but one that has just begun). On the monitor queue.
     private func sendUnsent() {
-        let (batch, kept) = withState { state in
+        var (batch, writer) = withState { state in
             defer {
                 state.unsent = []
                 state.sendQueued = false
@@ -154,7 +158,6 @@ public final class ControlService: Sendable {
             }
             return (state.unsent, state.changeWriter)
         }
-        var writer = kept
         var replies = ContinuingReplies()
         var sequences: [Int] = []
         sequences.reserveCapacity(batch.count)
@@ -162,8 +165,14 @@ public final class ControlService: Sendable {
             writer.append(from: previous, to: model, to: &replies)
             sequences.append(model.changeSequence)
         }
+        // The models are freed here, outside the lock; the array's storage goes back for the next batch (a batch of
+        // a few changes allocated it again each time, on a heap a burst had fragmented).
+        batch.removeAll(keepingCapacity: true)
         withState { state in
             state.changeWriter = writer
+            if state.unsent.isEmpty && state.unsent.capacity == 0 && batch.capacity <= Self.keptUnsent {
+                swap(&state.unsent, &batch)
+            }
             var rests: [Int: ContinuingReplies] = [:]
             for monitor in state.monitors.values {
                 let held = sequences.prefix { $0 <= monitor.since }.count

@@ -7,7 +7,7 @@ import Varlink
 enum ControlSocket {
     /// Serves `control` with `options`' socket path and limits; `say` reports how it is served, `notify` what its
     /// clients did. `nil` when there is no socket.
-    /// `drained` hears of each client's backlog of replies written out (``VarlinkServer/drainedBacklogBytes``).
+    /// `drained` hears of each client's replies written out, all it had.
     static func serve(
         _ control: ControlService, options: DaemonOptions, say: (LogPriority, String) -> Void,
         drained: @escaping @Sendable () -> Void, notify: @escaping @Sendable (VarlinkNotice) -> Void

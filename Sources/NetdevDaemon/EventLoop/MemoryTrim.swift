@@ -13,7 +13,10 @@ import Glibc
 /// The heap is trimmed once more 6 s later, if nothing happened meanwhile. libdispatch's pool threads each keep a
 /// cache of the blocks they ran (80 bytes each, made during the burst and so spread over its pages), and free it when
 /// they end, 5 s after their last block: after the first trim. Freed then and not trimmed, those blocks kept a page
-/// each resident (docs/PERFORMANCE.md: 1.6 MiB after 4,000 links with 10 monitors).
+/// each resident (docs/PERFORMANCE.md: 1.6 MiB after 4,000 links with 10 monitors). So that the second trim comes
+/// after those threads have ended, a trim runs on the loop's queue (not on a pool thread, which would then live, and
+/// keep its cache, 5 s past it), and what pool threads do for clients counts as activity: the monitors' batches, and
+/// every client's replies once written (``VarlinkServer``'s `drained`).
 ///
 /// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
 /// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
@@ -32,8 +35,6 @@ public final class MemoryTrim: @unchecked Sendable {
     private var followUp = false
     /// When something last happened (``PollerTimer/now()``).
     private var lastActivity: UInt64 = 0
-    /// Trimming walks the heap (milliseconds): not on the loop's queue. Serial, like every queue of netdevd's.
-    private static let trimQueue = DispatchQueue(label: "netdevd.malloc-trim")
 
     /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
     public init(queue: DispatchQueue) {
@@ -42,7 +43,7 @@ public final class MemoryTrim: @unchecked Sendable {
     }
 
     /// Something was done on another queue whose memory is free now (a batch of changes sent to the monitors, a
-    /// client's backlog of replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
+    /// client's replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
     /// so the trim comes a quiet second later. One note at a time goes there, however many are made meanwhile.
     func noteActivityElsewhere() {
         guard !noteQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -65,7 +66,7 @@ public final class MemoryTrim: @unchecked Sendable {
         if followUp {
             armed = false
             followUp = false
-            Self.trimQueue.async { malloc_trim(0) }
+            malloc_trim(0)
             return
         }
         let now = PollerTimer.now()
@@ -76,6 +77,6 @@ public final class MemoryTrim: @unchecked Sendable {
         }
         followUp = true
         timer?.schedule(atUptimeNanoseconds: now + Self.poolThreadsEnded)
-        Self.trimQueue.async { malloc_trim(0) }
+        malloc_trim(0)
     }
 }

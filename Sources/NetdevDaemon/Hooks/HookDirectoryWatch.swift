@@ -87,13 +87,16 @@ final class HookDirectoryWatch: Sendable {
 
     /// Reads every pending event; `true` if there was any.
     private func drain() -> Bool {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var any = false
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(inotify, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return any }
-            any = true
+        // On the stack: this runs for every event that looks for hooks, and a 4 KiB allocation each time made glibc
+        // merge every small chunk freed since the last.
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+            var any = false
+            while true {
+                let count = read(inotify, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return any }
+                any = true
+            }
         }
     }
 

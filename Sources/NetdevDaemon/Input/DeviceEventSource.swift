@@ -246,12 +246,15 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
         ) {
             var events: [InotifyEvent] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                events += inotifyEvents(buffer[0..<count])
+            // On the stack: udevd makes and removes /run/udev/queue around every busy spell, so this reads often
+            // in a burst, and a 4 KiB allocation each time made glibc merge every small chunk freed meanwhile.
+            withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+                while true {
+                    let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                    if count < 0 && errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    events += inotifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                }
             }
             var created = events.contains { $0.watch == watches.udev && $0.name == "control" }
             // An event without a name is inotify's own (IN_Q_OVERFLOW, or a watch's end: IN_IGNORED).
@@ -286,18 +289,19 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
     /// The events in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes of
     /// NUL-padded name).
     static func inotifyEvents(_ bytes: ArraySlice<UInt8>) -> [InotifyEvent] {
+        bytes.withUnsafeBytes { inotifyEvents($0) }
+    }
+
+    /// The events in a read of inotify events, in memory the caller holds (a buffer on the stack).
+    static func inotifyEvents(_ bytes: UnsafeRawBufferPointer) -> [InotifyEvent] {
         var events: [InotifyEvent] = []
-        var offset = bytes.startIndex
+        var offset = 0
         let header = 16
-        while offset + header <= bytes.endIndex {
-            let (watch, mask, length) = bytes[offset..<offset + header].withUnsafeBytes {
-                (
-                    $0.loadUnaligned(fromByteOffset: 0, as: Int32.self),
-                    $0.loadUnaligned(fromByteOffset: 4, as: UInt32.self),
-                    $0.loadUnaligned(fromByteOffset: 12, as: UInt32.self)
-                )
-            }
-            let end = min(offset + header + Int(length), bytes.endIndex)
+        while offset + header <= bytes.count {
+            let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
+            let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
+            let length = bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
+            let end = min(offset + header + Int(length), bytes.count)
             let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
             events.append(InotifyEvent(watch: watch, name: String(decoding: name, as: UTF8.self), mask: mask))
             offset = end

@@ -139,13 +139,15 @@ final class NetworkdStateWatcher: @unchecked Sendable {
     }
 
     private func readable() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
         var events: [DeviceEventSource.InotifyEvent] = []
-        while inotify >= 0 {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(inotify, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            events += DeviceEventSource.inotifyEvents(buffer[0..<count])
+        // On the stack, as in DeviceEventSource: networkd writes its state files throughout a burst.
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+            while inotify >= 0 {
+                let count = Glibc.read(inotify, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                events += DeviceEventSource.inotifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            }
         }
         var again = false
         var stateFile = false
