@@ -19,8 +19,8 @@ final class Connection: @unchecked Sendable {
     private let clientTooSlow: String
     private var framing: VarlinkFraming
     private var output = OutputBuffer()
-    /// Bytes written since `output` was last found empty after a write.
-    private var writtenSinceEmpty = 0
+    /// Something was written since `output` was last found empty after a write.
+    private var wroteSinceEmpty = false
     private var readSource: DispatchSourceHandle?
     private var writeSource: (any DispatchSourceWrite)?
     private var isClosed = false
@@ -250,7 +250,7 @@ final class Connection: @unchecked Sendable {
         while !output.isEmpty && !isClosed {
             let written = output.write { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if written > 0 {
-                writtenSinceEmpty += written
+                wroteSinceEmpty = true
                 continue
             }
             if written < 0 && errno == EINTR { continue }
@@ -262,8 +262,8 @@ final class Connection: @unchecked Sendable {
             return
         }
         if output.isEmpty {
-            if writtenSinceEmpty > 0 { server?.drained() }
-            writtenSinceEmpty = 0
+            if wroteSinceEmpty { server?.drained() }
+            wroteSinceEmpty = false
         }
         if output.isEmpty && closeWhenFlushed {
             close()

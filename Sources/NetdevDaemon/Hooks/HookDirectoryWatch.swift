@@ -87,17 +87,9 @@ final class HookDirectoryWatch: Sendable {
 
     /// Reads every pending event; `true` if there was any.
     private func drain() -> Bool {
-        // On the stack: this runs for every event that looks for hooks, and a 4 KiB allocation each time made glibc
-        // merge every small chunk freed since the last.
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-            var any = false
-            while true {
-                let count = read(inotify, buffer.baseAddress, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return any }
-                any = true
-            }
-        }
+        var any = false
+        DeviceEventSource.readInotify(inotify) { _ in any = true }
+        return any
     }
 
     /// Watches `directory`, or its nearest existing parent for it to appear; `false` when neither can be. Masks

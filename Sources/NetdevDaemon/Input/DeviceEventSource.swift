@@ -245,17 +245,9 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         return ReadableEventSource(
             fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
         ) {
+            // udevd makes and removes /run/udev/queue around every busy spell, so this reads often in a burst.
             var events: [InotifyEvent] = []
-            // On the stack: udevd makes and removes /run/udev/queue around every busy spell, so this reads often
-            // in a burst, and a 4 KiB allocation each time made glibc merge every small chunk freed meanwhile.
-            withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-                while true {
-                    let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-                    if count < 0 && errno == EINTR { continue }
-                    guard count > 0 else { break }
-                    events += inotifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-                }
-            }
+            readInotify(fd) { events += inotifyEvents($0) }
             var created = events.contains { $0.watch == watches.udev && $0.name == "control" }
             // An event without a name is inotify's own (IN_Q_OVERFLOW, or a watch's end: IN_IGNORED).
             let unsure = events.contains { $0.name.isEmpty || ($0.watch == watches.run && $0.name == "udev") }
@@ -288,11 +280,6 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
 
     /// The events in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes of
     /// NUL-padded name).
-    static func inotifyEvents(_ bytes: ArraySlice<UInt8>) -> [InotifyEvent] {
-        bytes.withUnsafeBytes { inotifyEvents($0) }
-    }
-
-    /// The events in a read of inotify events, in memory the caller holds (a buffer on the stack).
     static func inotifyEvents(_ bytes: UnsafeRawBufferPointer) -> [InotifyEvent] {
         var events: [InotifyEvent] = []
         var offset = 0
@@ -307,6 +294,20 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             offset = end
         }
         return events
+    }
+
+    /// Reads the inotify descriptor `fd` until nothing is pending, handing each read's bytes to `each`. The buffer is
+    /// on the stack: every inotify watch of netdevd's reads during bursts (the hook directories' at each event that
+    /// looks for hooks), and a 4 KiB allocation per read made glibc merge every small chunk freed since the last.
+    static func readInotify(_ fd: Int32, _ each: (UnsafeRawBufferPointer) -> Void) {
+        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
+            while true {
+                let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return }
+                each(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            }
+        }
     }
 
     /// The inotify watch on `/run/udev`, or on `/run` while `/run/udev` does not exist. `@unchecked Sendable`: made

@@ -140,14 +140,8 @@ final class NetworkdStateWatcher: @unchecked Sendable {
 
     private func readable() {
         var events: [DeviceEventSource.InotifyEvent] = []
-        // On the stack, as in DeviceEventSource: networkd writes its state files throughout a burst.
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-            while inotify >= 0 {
-                let count = Glibc.read(inotify, buffer.baseAddress, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { break }
-                events += DeviceEventSource.inotifyEvents(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            }
+        if inotify >= 0 {
+            DeviceEventSource.readInotify(inotify) { events += DeviceEventSource.inotifyEvents($0) }
         }
         var again = false
         var stateFile = false
