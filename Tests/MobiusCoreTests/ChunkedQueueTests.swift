@@ -77,6 +77,17 @@ struct ChunkedQueueTests {
         queue.sync {}
         #expect(seen.all == Array(0..<1_000))
         #expect(mailbox.state.withLock { $0.pending.isEmpty && $0.pending.hasStorage })
+        // The same storage, not a copy of its capacity: an array emptied while its storage is shared allocates anew.
+        let storage = { mailbox.state.withLock { $0.pending.tail.withUnsafeBufferPointer { $0.baseAddress } } }
+        let first = storage()
+        var moved = 0
+        for id in 1_000..<1_100 {
+            mailbox.post(Large(id: id))
+            queue.sync {}
+            if storage() != first { moved += 1 }
+        }
+        #expect(moved == 0, "the mailbox's storage was allocated again after \(moved) of 100 batches")
+        #expect(seen.all == Array(0..<1_100))
         mailbox.close()
         #expect(mailbox.state.withLock { !$0.pending.hasStorage })
     }

@@ -84,25 +84,28 @@ final class Mailbox<Value: Sendable>: Sendable {
     @inlinable
     func drainOneBatch() {
         while true {
-            let taken = state.withLock { state -> (batch: ChunkedQueue<Value>, deliver: @Sendable (Value) -> Void)? in
+            // The batch is swapped out, never copied: a copy would share its storage, and an array emptied while
+            // its storage is shared allocates new storage instead of keeping it.
+            var batch = ChunkedQueue<Value>()
+            let deliver = state.withLock { state -> (@Sendable (Value) -> Void)? in
                 guard let deliver = state.deliver, !state.closed else {
                     state.scheduled = false
                     return nil
                 }
-                defer { state.pending = ChunkedQueue() }
-                return (state.pending, deliver)
+                swap(&batch, &state.pending)
+                return deliver
             }
-            guard var taken else { return }
-            taken.batch.forEach { value in
+            guard let deliver else { return }
+            batch.forEach { value in
                 if !closed.isSet {
-                    taken.deliver(value)
+                    deliver(value)
                 }
             }
             // The values are destroyed here, outside the lock; their storage goes back for the next batch.
-            taken.batch.removeAll(keepingStorage: true)
+            batch.removeAll(keepingStorage: true)
             let again = state.withLock { state -> Bool in
                 if !state.closed && state.pending.isEmpty && !state.pending.hasStorage {
-                    swap(&state.pending, &taken.batch)
+                    swap(&state.pending, &batch)
                 }
                 guard !state.closed, !state.pending.isEmpty else {
                     state.scheduled = false

@@ -150,13 +150,13 @@ public final class ControlService: Sendable {
     /// each monitor those after its first state, in one delivery: the same buffer for every monitor that had its
     /// first state before them (all of them but one that has just begun). On the monitor queue.
     private func sendUnsent() {
-        var (batch, writer) = withState { state in
-            defer {
-                state.unsent = []
-                state.sendQueued = false
-                state.lastSend = .now()
-            }
-            return (state.unsent, state.changeWriter)
+        // Swapped out, not copied, so that the emptied array below holds its storage alone and can keep it.
+        var batch: [(previous: Model, model: Model)] = []
+        var writer = withState { state in
+            swap(&batch, &state.unsent)
+            state.sendQueued = false
+            state.lastSend = .now()
+            return state.changeWriter
         }
         var replies = ContinuingReplies()
         var sequences: [Int] = []

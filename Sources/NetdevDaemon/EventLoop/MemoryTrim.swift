@@ -18,17 +18,29 @@ import Glibc
 /// keep its cache, 5 s past it), and what pool threads do for clients counts as activity: the monitors' batches, and
 /// every client's replies once written (``VarlinkServer``'s `drained`).
 ///
+/// What other queues do is noted without waking the loop's queue while the timer waits for a quiet second: the
+/// time is stored in an atomic, and read when the timer fires (at 20,000 links with 10 monitors, a hop per batch of
+/// changes sent was one more wake-up of the loop's thread per batch). Only a note that finds no such wait goes to
+/// the queue, to arm the timer.
+///
 /// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
-/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
-/// atomic).
+/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first unless
+/// `waitingForQuiet` says the timer will read `lastElsewhere`; those two and `noteQueued` are atomics).
 public final class MemoryTrim: @unchecked Sendable {
-    private static let quiet: UInt64 = 1_000_000_000
+    /// From the last activity to the trim.
+    private let quiet: UInt64
     /// From a trim to the next, when nothing happened between: the pool threads that worked until the first have
     /// ended by then (libdispatch ends one after 5 s without work).
-    private static let poolThreadsEnded: UInt64 = 6_000_000_000
+    private let poolThreadsEnded: UInt64
     private let queue: DispatchQueue
+    /// Gives the heap back (`malloc_trim`; a count in the tests).
+    private let trimHeap: @Sendable () -> Void
     /// A ``noteActivityElsewhere()`` is on its way to `queue`.
     private let noteQueued = Atomic<Bool>(false)
+    /// The timer is armed for the trim after a quiet second and will read `lastElsewhere` when it fires.
+    private let waitingForQuiet = Atomic<Bool>(false)
+    /// When something last happened on another queue (``PollerTimer/now()``).
+    private let lastElsewhere = Atomic<UInt64>(0)
     private var timer: PollerTimer?
     private var armed = false
     /// The timer is armed for the trim after the pool's threads have ended, not for the one after a quiet second.
@@ -37,15 +49,31 @@ public final class MemoryTrim: @unchecked Sendable {
     private var lastActivity: UInt64 = 0
 
     /// A trim whose timer fires on `queue` (none, if the kernel refuses a timerfd: the memory then stays).
-    public init(queue: DispatchQueue) {
+    public convenience init(queue: DispatchQueue) {
+        self.init(queue: queue, quiet: 1_000_000_000, poolThreadsEnded: 6_000_000_000) { malloc_trim(0) }
+    }
+
+    /// A trim `quiet` nanoseconds after the last activity, and once more `poolThreadsEnded` later, each by `trimHeap`.
+    init(
+        queue: DispatchQueue, quiet: UInt64, poolThreadsEnded: UInt64, trimHeap: @escaping @Sendable () -> Void
+    ) {
         self.queue = queue
+        self.quiet = quiet
+        self.poolThreadsEnded = poolThreadsEnded
+        self.trimHeap = trimHeap
         timer = PollerTimer(queue: queue) { [weak self] in self?.fired() }
     }
 
     /// Something was done on another queue whose memory is free now (a batch of changes sent to the monitors, a
-    /// client's replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
-    /// so the trim comes a quiet second later. One note at a time goes there, however many are made meanwhile.
+    /// client's replies written out), maybe after the kernel's messages stopped, so the trim comes a quiet second
+    /// later. While the timer waits for a quiet second, only the time is stored; otherwise the note goes to the
+    /// trim's queue to arm the timer, one at a time however many are made meanwhile.
+    ///
+    /// The store and the load here, and their mirror in ``fired()``, are sequentially consistent: either this note
+    /// sees the timer no longer waiting and goes to the queue, or the timer sees this note's time.
     func noteActivityElsewhere() {
+        lastElsewhere.store(PollerTimer.now(), ordering: .sequentiallyConsistent)
+        if waitingForQuiet.load(ordering: .sequentiallyConsistent) { return }
         guard !noteQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async {
             self.noteQueued.store(false, ordering: .releasing)
@@ -59,24 +87,27 @@ public final class MemoryTrim: @unchecked Sendable {
         guard !armed || followUp else { return }
         armed = true
         followUp = false
-        timer?.schedule(atUptimeNanoseconds: lastActivity + Self.quiet)
+        waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
+        timer?.schedule(atUptimeNanoseconds: lastActivity + quiet)
     }
 
     private func fired() {
         if followUp {
             armed = false
             followUp = false
-            malloc_trim(0)
+            trimHeap()
             return
         }
+        waitingForQuiet.store(false, ordering: .sequentiallyConsistent)
+        let latest = max(lastActivity, lastElsewhere.load(ordering: .sequentiallyConsistent))
         let now = PollerTimer.now()
-        let due = lastActivity + Self.quiet
-        if now < due {
-            timer?.schedule(atUptimeNanoseconds: due)
+        if now < latest + quiet {
+            waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
+            timer?.schedule(atUptimeNanoseconds: latest + quiet)
             return
         }
         followUp = true
-        timer?.schedule(atUptimeNanoseconds: now + Self.poolThreadsEnded)
-        malloc_trim(0)
+        timer?.schedule(atUptimeNanoseconds: now + poolThreadsEnded)
+        trimHeap()
     }
 }
