@@ -18,14 +18,9 @@ import Glibc
 /// keep its cache, 5 s past it), and what pool threads do for clients counts as activity: the monitors' batches, and
 /// every client's replies once written (``VarlinkServer``'s `drained`).
 ///
-/// What other queues do is noted without waking the loop's queue while the timer waits for a quiet second: the
-/// time is stored in an atomic, and read when the timer fires (at 20,000 links with 10 monitors, a hop per batch of
-/// changes sent was one more wake-up of the loop's thread per batch). Only a note that finds no such wait goes to
-/// the queue, to arm the timer.
-///
 /// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
-/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first unless
-/// `waitingForQuiet` says the timer will read `lastElsewhere`; those two and `noteQueued` are atomics).
+/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
+/// atomic).
 public final class MemoryTrim: @unchecked Sendable {
     /// From the last activity to the trim.
     private let quiet: UInt64
@@ -37,10 +32,6 @@ public final class MemoryTrim: @unchecked Sendable {
     private let trimHeap: @Sendable () -> Void
     /// A ``noteActivityElsewhere()`` is on its way to `queue`.
     private let noteQueued = Atomic<Bool>(false)
-    /// The timer is armed for the trim after a quiet second and will read `lastElsewhere` when it fires.
-    private let waitingForQuiet = Atomic<Bool>(false)
-    /// When something last happened on another queue (``PollerTimer/now()``).
-    private let lastElsewhere = Atomic<UInt64>(0)
     private var timer: PollerTimer?
     private var armed = false
     /// The timer is armed for the trim after the pool's threads have ended, not for the one after a quiet second.
@@ -65,15 +56,9 @@ public final class MemoryTrim: @unchecked Sendable {
     }
 
     /// Something was done on another queue whose memory is free now (a batch of changes sent to the monitors, a
-    /// client's replies written out), maybe after the kernel's messages stopped, so the trim comes a quiet second
-    /// later. While the timer waits for a quiet second, only the time is stored; otherwise the note goes to the
-    /// trim's queue to arm the timer, one at a time however many are made meanwhile.
-    ///
-    /// The store and the load here, and their mirror in ``fired()``, are sequentially consistent: either this note
-    /// sees the timer no longer waiting and goes to the queue, or the timer sees this note's time.
+    /// client's replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
+    /// so the trim comes a quiet second later. One note at a time goes there, however many are made meanwhile.
     func noteActivityElsewhere() {
-        lastElsewhere.store(PollerTimer.now(), ordering: .sequentiallyConsistent)
-        if waitingForQuiet.load(ordering: .sequentiallyConsistent) { return }
         guard !noteQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async {
             self.noteQueued.store(false, ordering: .releasing)
@@ -87,7 +72,6 @@ public final class MemoryTrim: @unchecked Sendable {
         guard !armed || followUp else { return }
         armed = true
         followUp = false
-        waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
         timer?.schedule(atUptimeNanoseconds: lastActivity + quiet)
     }
 
@@ -98,12 +82,10 @@ public final class MemoryTrim: @unchecked Sendable {
             trimHeap()
             return
         }
-        waitingForQuiet.store(false, ordering: .sequentiallyConsistent)
-        let latest = max(lastActivity, lastElsewhere.load(ordering: .sequentiallyConsistent))
         let now = PollerTimer.now()
-        if now < latest + quiet {
-            waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
-            timer?.schedule(atUptimeNanoseconds: latest + quiet)
+        let due = lastActivity + quiet
+        if now < due {
+            timer?.schedule(atUptimeNanoseconds: due)
             return
         }
         followUp = true
