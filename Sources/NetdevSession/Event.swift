@@ -39,6 +39,9 @@ public enum Event: Codable, Sendable, Equatable {
     case timerFired(TimerID)
     /// A hook run ended.
     case hookRunFinished(HookRunResult)
+    /// The hook directories were looked at: `true` when a hook of some event (or a file refused as one) is in them,
+    /// `false` when none is. While none is, no hook run is queued (``Model/hooksInstalled``).
+    case hooksInstalled(Bool)
     /// systemd-networkd's state files were read: `running` when its state directory exists, with each link's
     /// administrative state by index (the networkd-dispatcher compatibility's `AdministrativeState`).
     case networkdStatesRead(running: Bool, administrative: [Int32: String])

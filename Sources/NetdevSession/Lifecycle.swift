@@ -27,7 +27,7 @@ extension Transition {
         model.isEnumerated = true
         let (took, times) = Self.readTimes(snapshot.readTimes)
         if wasResync {
-            announceChanges(from: previous, hooks: true)
+            announceChanges(from: previous, hooks: model.hooksInstalled)
             resumeDebounces()
             dispatchAfterResync()
             if wasReread {

@@ -108,6 +108,10 @@ public struct Model: Codable, Sendable, Equatable {
     public var hooks: HookQueue
     /// The next hook run's id.
     public var nextHookRunID: Int
+    /// Whether any hook is installed, as the daemon last said (``Event/hooksInstalled(_:)``): while none is, changes
+    /// queue no hook run (a run would find nothing to start, and a burst would cost a step of the loop per change
+    /// for it). `true` until told otherwise, so a session whose daemon never says runs the hooks of every change.
+    public var hooksInstalled: Bool
     /// Subjects whose hooks wait for their state to hold, with the state before the first change.
     public var debouncing: TreeDictionary<HookSubject, OperationalState>
     /// Counters.
@@ -155,6 +159,7 @@ public struct Model: Codable, Sendable, Equatable {
         reloadInFlight = false
         hooks = HookQueue()
         nextHookRunID = 1
+        hooksInstalled = true
         debouncing = [:]
         counters = Counters()
         changeSequence = 0
@@ -227,7 +232,7 @@ public struct Model: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case phase, configuration, links, devices, buffered, enumerationGeneration, reloadPending, reloadInFlight
         case hooks, nextHookRunID, debouncing, counters, changeSequence, lastChange, maximumLogPriority, isEnumerated
-        case reloadRequests, reloadCovers, lastReload, dispatcher, changedReadings, rereading
+        case reloadRequests, reloadCovers, lastReload, dispatcher, changedReadings, rereading, hooksInstalled
     }
 
     /// Decodes a model; the online tally and the device counts are counted from the links and devices.
@@ -257,6 +262,7 @@ public struct Model: Codable, Sendable, Equatable {
         dispatcher = try container.decodeIfPresent(DispatcherBook.self, forKey: .dispatcher) ?? DispatcherBook()
         changedReadings = try container.decodeIfPresent(Int.self, forKey: .changedReadings) ?? 0
         rereading = try container.decodeIfPresent(Bool.self, forKey: .rereading) ?? false
+        hooksInstalled = try container.decodeIfPresent(Bool.self, forKey: .hooksInstalled) ?? true
     }
 
     /// Encodes the model without its tallies (which follow from the links and devices).
@@ -284,5 +290,6 @@ public struct Model: Codable, Sendable, Equatable {
         try container.encode(dispatcher, forKey: .dispatcher)
         try container.encode(changedReadings, forKey: .changedReadings)
         try container.encode(rereading, forKey: .rereading)
+        try container.encode(hooksInstalled, forKey: .hooksInstalled)
     }
 }

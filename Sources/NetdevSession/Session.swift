@@ -69,6 +69,10 @@ public enum Session {
             context.timerFired(timer)
         case .hookRunFinished(let result):
             context.hookRunFinished(result)
+        case .hooksInstalled(let installed):
+            // The next change queues runs again, or none; what is queued or running goes on.
+            guard installed != model.hooksInstalled else { return .noChange }
+            context.model.hooksInstalled = installed
         case .networkdStatesRead(let running, let administrative):
             context.networkdStatesRead(running: running, administrative: administrative)
         case .networkdStateChanged(let index, let administrative):

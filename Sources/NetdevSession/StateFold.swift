@@ -106,7 +106,7 @@ extension Transition {
             guard let scope = ChangeScope(event) else { return }
             let previous = PreviousState(scope: scope, of: model)
             StateFold.apply(event, to: &model)
-            let hooks = model.phase == .running || model.phase == .reloading
+            let hooks = (model.phase == .running || model.phase == .reloading) && model.hooksInstalled
             switch scope {
             case .link(let index):
                 stateTouched = previous.link(index) != model.links[index]
@@ -222,7 +222,7 @@ extension Transition {
                 LogField(LogField.Name.previousOnlineState, old.rawValue),
             ]
         )
-        if model.phase == .running || model.phase == .reloading {
+        if (model.phase == .running || model.phase == .reloading) && model.hooksInstalled {
             enqueueOnlineRun(from: old)
         }
     }

@@ -189,6 +189,37 @@ extension DaemonBadDayTests {
     }
 }
 
+extension DaemonBadDayTests {
+    @Test(
+        "with no hook installed a change runs nothing; a hook dropped in while netdevd runs runs from the next change on"
+    )
+    func hookDroppedIn() throws {
+        // At debug, every run that ended is said, hooks or none.
+        let daemon = try RunningDaemon(extraArguments: ["--log-level", "debug"])
+        #expect(daemon.notify.receive(until: "READY=1") != nil)
+        let output = daemon.directory + "/ran.txt"
+        try ip("link", "add", "hdi0", "type", "veth", "peer", "name", "hdi1")
+        defer { _ = try? ip("link", "del", "hdi0") }
+        _ = try journal(of: daemon, "NETDEVD_IFNAME", "hdi1") { !$0.isEmpty }
+        let path = daemon.directory + "/hooks.d/50-record"
+        try "#!/bin/sh\necho \"$1 $2\" >> \(output)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(chmod(path, 0o755) == 0)
+        // The directory's change is read at once; a loaded machine gets a moment before the next change.
+        usleep(300_000)
+        try ip("link", "set", "hdi0", "up")
+        try ip("link", "set", "hdi1", "up")
+        _ = waitUntil { (try? String(contentsOfFile: output, encoding: .utf8))?.contains("link-state hdi1") == true }
+        let lines = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(lines.contains("link-state hdi0\n") && lines.contains("link-state hdi1\n"), "\(lines)")
+        #expect(!lines.contains("link-added"), "runs for changes seen before the hook was there: \(lines)")
+        let runs = try journal(of: daemon, "MESSAGE_ID", MessageKind.hookRunFinished.id) { $0.count >= 2 }
+        let said = runs.compactMap { $0["MESSAGE"] as? String }
+        #expect(said.allSatisfy { $0.hasPrefix("Hooks for link-state hdi") }, "a run with no hook: \(said)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.exitStatus() == 0)
+    }
+}
+
 extension DaemonWithoutServicesTests {
     @Test("without root it still starts and watches (no big receive buffers, no control socket in /run), and says so")
     func unprivileged() throws {

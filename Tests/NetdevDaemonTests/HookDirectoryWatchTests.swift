@@ -1,4 +1,7 @@
 import Foundation
+import Locking
+import MobiusCore
+import NetdevSession
 import Testing
 
 @testable import NetdevDaemon
@@ -44,6 +47,45 @@ struct HookDirectoryWatchTests {
                 if seen != ["30-c"] { usleep(50_000) }
             }
             #expect(seen == ["30-c"])
+        }
+    }
+
+    @Test(
+        "the loop is told whether a hook is installed: none, one in an event's directory made meanwhile, a masked name alone (none), a batch hook, none again"
+    )
+    func presence() throws {
+        try withTemporaryDirectory("netdevd-presence") { base in
+            let directory = base + "/hooks.d"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let runner = HookRunner(directories: [directory], runner: .inProcess, log: { _ in })
+            defer { runner.killAll() }
+            let source = HookPresenceSource(runner: runner, queue: DispatchQueue(label: "netdevd-test.presence"))
+            let events = Locked<[Event]>([])
+            let subscription = source.subscribe { event in events.withLock { $0.append(event) } }
+            defer { subscription.dispose() }
+            /// Waits up to 5 s for the events told so far to be `expected`.
+            func told(_ expected: [Bool]) -> Bool {
+                for _ in 0..<500 {
+                    if events.withLock({ $0 }) == expected.map(Event.hooksInstalled) { return true }
+                    usleep(10_000)
+                }
+                return false
+            }
+            #expect(told([false]))
+            try FileManager.default.createDirectory(atPath: base + "/link-state.d", withIntermediateDirectories: true)
+            hook(base + "/link-state.d/10-a")
+            #expect(told([false, true]))
+            #expect(unlink(base + "/link-state.d/10-a") == 0)
+            #expect(told([false, true, false]))
+            #expect(symlink("/dev/null", directory + "/20-masked") == 0)
+            source.recheck()
+            usleep(300_000)
+            #expect(told([false, true, false]), "a masked name is no hook")
+            try FileManager.default.createDirectory(atPath: base + "/batch.d", withIntermediateDirectories: true)
+            hook(base + "/batch.d/30-b")
+            #expect(told([false, true, false, true]))
+            #expect(unlink(base + "/batch.d/30-b") == 0)
+            #expect(told([false, true, false, true, false]))
         }
     }
 }

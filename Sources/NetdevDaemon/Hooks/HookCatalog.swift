@@ -38,6 +38,19 @@ final class HookCatalog: Sendable {
     /// The directories of the batch hooks: `batch.d` beside each hook directory, highest priority first.
     let batchDirectories: [String]
 
+    /// Every directory a hook of some event, or a batch hook, comes from, each once.
+    var everyDirectory: [String] {
+        var seen: Set<String> = []
+        return (HookEvent.allCases.flatMap { lists[$0] ?? [] } + batchDirectories).filter { seen.insert($0).inserted }
+    }
+
+    /// Whether a hook of some event or a batch hook is installed, or a file refused as one (whose runs then say
+    /// why it did not start). Masked names do not count.
+    func anyInstalled() -> Bool {
+        let (hooks, refused) = counts()
+        return refused > 0 || hooks.values.contains { $0 > 0 }
+    }
+
     /// The batch hooks (``HookBatches``), in lexical order, with refusals explained.
     func batchHooks() -> [HookFile] {
         discovery.hooks(in: batchDirectories)

@@ -29,6 +29,9 @@ final class HookDirectoryWatch: Sendable {
     private let inotify: Int32
     private let state = Locked(State())
 
+    /// The inotify descriptor: readable when a change waits to be read (``current(for:)`` reads it).
+    var descriptor: Int32 { inotify }
+
     private static let directoryMask = UInt32(
         IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF
             | IN_MOVE_SELF | IN_ONLYDIR)

@@ -60,14 +60,16 @@ final class DaemonParts: Sendable {
             directories: options.hookDirectories, killGrace: .milliseconds(options.hookKillGraceMilliseconds),
             target: loopQueue, runner: options.hookRunner, log: { entry in journal.queue.append(entry) })
         self.hooks = hooks
+        let hookPresence = HookPresenceSource(runner: hooks, queue: loopQueue)
+        sources = sources.addEventSource(hookPresence)
         timers = Timers(queue: signalQueue)
         // Metrics: counted as the loop goes (the session's activity, each hook run's end, an increment per event),
         // rendered only for `[Metrics] TextfileDirectory=` and `netdevctl metrics`.
         let recorder = MetricsRecorder()
         let exporter = MetricsExporter(recorder: recorder, version: Daemon.version)
         effects = EffectHandlers(
-            configurationFile: options.configurationFile, monitor: kernel.udev, hooks: hooks, timers: timers,
-            journal: journal, metrics: recorder, exit: exit)
+            configurationFile: options.configurationFile, monitor: kernel.udev, hooks: hooks,
+            hookPresence: hookPresence, timers: timers, journal: journal, metrics: recorder, exit: exit)
         let update = Update<Model, Event, Effect> { model, event in
             recorder.noteEvent()
             return Session.update(model, event)

@@ -21,11 +21,12 @@ struct EffectHandlers: Sendable {
         notifyQueue.sync {}
     }
 
-    /// Handlers reading `configurationFile`, filtering `monitor`, starting `hooks`, running `timers`, writing to
-    /// `journal`, counting in `metrics`, and ending the daemon with `exit`.
+    /// Handlers reading `configurationFile` (and asking `hookPresence` to look at the hook directories again),
+    /// filtering `monitor`, starting `hooks`, running `timers`, writing to `journal`, counting in `metrics`, and ending
+    /// the daemon with `exit`.
     init(
-        configurationFile: String, monitor: UdevMonitor, hooks: HookRunner, timers: Timers, journal: JournalSink,
-        metrics: MetricsRecorder, exit: @escaping @Sendable (Int32) -> Void
+        configurationFile: String, monitor: UdevMonitor, hooks: HookRunner, hookPresence: HookPresenceSource,
+        timers: Timers, journal: JournalSink, metrics: MetricsRecorder, exit: @escaping @Sendable (Int32) -> Void
     ) {
         let notifyQueue = notifyQueue
         let ioQueue = DispatchQueue(label: "netdevd.io")
@@ -69,7 +70,9 @@ struct EffectHandlers: Sendable {
                 serviceNotifications.send(notifications, log: journal.say)
             }
             .routeEffects(equalTo: .loadConfiguration).on(queue: ioQueue).toEvent { _ in
-                switch ConfigurationLoader(mainFile: configurationFile).load() {
+                // A reload also sees what inotify cannot tell of the hook directories (a parent replaced).
+                hookPresence.recheck()
+                return switch ConfigurationLoader(mainFile: configurationFile).load() {
                 case .loaded(let configuration, let warnings): .configurationLoaded(configuration, warnings: warnings)
                 case .rejected(let errors): .configurationRejected(errors)
                 }
