@@ -22,7 +22,7 @@ struct InotifyEventTests {
         let bytes =
             Self.event(watch: 2, name: "control", padded: 16) + Self.event(watch: -1, name: "", padded: 0, mask: 0x4000)
             + Self.event(watch: 1, name: "udev", padded: 32, mask: 0x80)
-        let events = bytes.withUnsafeBytes { DeviceEventSource.inotifyEvents($0) }
+        let events = bytes.withUnsafeBytes { Inotify.events(in: $0) }
         #expect(
             events == [
                 .init(watch: 2, name: "control", mask: 0x100), .init(watch: -1, name: "", mask: 0x4000),
@@ -34,7 +34,7 @@ struct InotifyEventTests {
     func truncated() {
         let bytes = Self.event(watch: 3, name: "control", padded: 16) + Self.event(watch: 3, name: "queue", padded: 16)
         #expect(
-            bytes[0..<(32 + 10)].withUnsafeBytes { DeviceEventSource.inotifyEvents($0) } == [
+            bytes[0..<(32 + 10)].withUnsafeBytes { Inotify.events(in: $0) } == [
                 .init(watch: 3, name: "control", mask: 0x100)
             ])
     }

@@ -91,7 +91,7 @@ final class HookDirectoryWatch: Sendable {
     /// Reads every pending event; `true` if there was any.
     private func drain() -> Bool {
         var any = false
-        DeviceEventSource.readInotify(inotify) { _ in any = true }
+        Inotify.read(inotify) { _ in any = true }
         return any
     }
 

@@ -228,10 +228,17 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         var value: UInt64 = 0
     }
 
+    /// How long the watch on `/run/udev` stays unwatched after a read while its changes stream in. udevd makes
+    /// `/run/udev/queue` at the start of every busy spell, and when the kernel sends a burst's uevents a few
+    /// milliseconds apart (as it does with thousands of links) every uevent is a spell of its own: read as they
+    /// came, they woke the loop's thread once per uevent. What it costs: udevd starting again in a burst is noticed
+    /// up to a second later (its devices are re-read then, as before).
+    static let restartWatchHoldOff: Duration = .seconds(1)
+
     /// Tells `appeared` about udevd's control socket appearing in `/run/udev` (its name, `control`), or about
     /// something that needs a probe (`nil`): inotify lost events, `/run/udev` appeared (watched through `/run` while
     /// it does not exist) or went. `nil` when neither can be watched (inotify refused). The inotify descriptor lives
-    /// as long as netdevd.
+    /// as long as netdevd. Held off by ``restartWatchHoldOff``.
     static func controlSocketCreated(
         queue: DispatchQueue, problem: @escaping SourceProblem, appeared: @escaping @Sendable (String?) -> Void
     ) -> ReadableEventSource? {
@@ -243,11 +250,12 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             return nil
         }
         return ReadableEventSource(
-            fileDescriptor: fd, queue: queue, failure: .monitorOverflowed(source: .udev), problem: problem
+            fileDescriptor: fd, queue: queue, holdOff: restartWatchHoldOff, failure: .monitorOverflowed(source: .udev),
+            problem: problem
         ) {
-            // udevd makes and removes /run/udev/queue around every busy spell, so this reads often in a burst.
-            var events: [InotifyEvent] = []
-            readInotify(fd) { events += inotifyEvents($0) }
+            // udevd makes and removes /run/udev/queue around every busy spell: read at most once a second in a burst.
+            var events: [Inotify.Event] = []
+            Inotify.read(fd) { events += Inotify.events(in: $0) }
             var created = events.contains { $0.watch == watches.udev && $0.name == "control" }
             // An event without a name is inotify's own (IN_Q_OVERFLOW, or a watch's end: IN_IGNORED).
             let unsure = events.contains { $0.name.isEmpty || ($0.watch == watches.run && $0.name == "udev") }
@@ -267,46 +275,6 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
                 appeared(nil)
             }
             return ReadableEventSource.Reading([], drained: true)
-        }
-    }
-
-    /// One event of a read of inotify events.
-    struct InotifyEvent: Equatable {
-        var watch: Int32
-        var name: String
-        /// What happened (`IN_CREATE`, `IN_IGNORED`, `IN_Q_OVERFLOW`, ...).
-        var mask: UInt32 = 0
-    }
-
-    /// The events in a read of inotify events (`struct inotify_event`: wd, mask, cookie, len, then `len` bytes of
-    /// NUL-padded name).
-    static func inotifyEvents(_ bytes: UnsafeRawBufferPointer) -> [InotifyEvent] {
-        var events: [InotifyEvent] = []
-        var offset = 0
-        let header = 16
-        while offset + header <= bytes.count {
-            let watch = bytes.loadUnaligned(fromByteOffset: offset, as: Int32.self)
-            let mask = bytes.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self)
-            let length = bytes.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self)
-            let end = min(offset + header + Int(length), bytes.count)
-            let name = bytes[(offset + header)..<end].prefix { $0 != 0 }
-            events.append(InotifyEvent(watch: watch, name: String(decoding: name, as: UTF8.self), mask: mask))
-            offset = end
-        }
-        return events
-    }
-
-    /// Reads the inotify descriptor `fd` until nothing is pending, handing each read's bytes to `each`. The buffer is
-    /// on the stack: every inotify watch of netdevd's reads during bursts (the hook directories' at each event that
-    /// looks for hooks), and a 4 KiB allocation per read made glibc merge every small chunk freed since the last.
-    static func readInotify(_ fd: Int32, _ each: (UnsafeRawBufferPointer) -> Void) {
-        withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { buffer in
-            while true {
-                let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return }
-                each(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            }
         }
     }
 

@@ -139,9 +139,9 @@ final class NetworkdStateWatcher: @unchecked Sendable {
     }
 
     private func readable() {
-        var events: [DeviceEventSource.InotifyEvent] = []
+        var events: [Inotify.Event] = []
         if inotify >= 0 {
-            DeviceEventSource.readInotify(inotify) { events += DeviceEventSource.inotifyEvents($0) }
+            Inotify.read(inotify) { events += Inotify.events(in: $0) }
         }
         var again = false
         var stateFile = false
