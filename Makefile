@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-paced soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-paced benchmark-burst soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -146,6 +146,14 @@ PAIRS ?= 300
 benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/paced.py --binary .build/release/netdevd --pairs $(PAIRS)
+
+# One burst alone (Benchmarks/Daemon/burst.py): BURST_PAIRS veth pairs made and deleted, with each burst's CPU and
+# context switches per thread and the anonymous RSS after it; BURST_ARGS passes --monitors N, --perf FILE (the loop's
+# thread over the delete), --tunables T. Quicker than benchmark-daemon, for comparing builds. As root.
+BURST_PAIRS ?= 2500
+benchmark-burst: deps $(STATIC_CXX)/libstdc++.so
+	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
+	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/burst.py --binary .build/release/netdevd --pairs $(BURST_PAIRS) $(BURST_ARGS)
 
 # The soak (Benchmarks/Daemon/soak.py): the release netdevd, built as for benchmark-daemon, in the namespace harness,
 # through DURATION (300s, 5m, 1h) of seeded random churn over 2,000 links (veth pairs added and deleted, links up and
