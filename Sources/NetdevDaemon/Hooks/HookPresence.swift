@@ -3,7 +3,7 @@ import MobiusCore
 import NetdevSession
 
 /// Tells the session whether any hook is installed (``Event/hooksInstalled(_:)``), so that with none a change
-/// queues no hook run: such a run found nothing to start, and each cost a second step of the loop for its end (a
+/// queues no hook run: such a run would find nothing to start, and its end would cost a second step of the loop (a
 /// tenth of the loop's thread in a burst of 20,000 links, docs/PERFORMANCE.md).
 ///
 /// Says it when subscribed, then after each change in the hook directories (every event's, the batch hooks', and

@@ -230,9 +230,9 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
 
     /// How long the watch on `/run/udev` stays unwatched after a read while its changes stream in. udevd makes
     /// `/run/udev/queue` at the start of every busy spell, and when the kernel sends a burst's uevents a few
-    /// milliseconds apart (as it does with thousands of links) every uevent is a spell of its own: read as they
-    /// came, they woke the loop's thread once per uevent. What it costs: udevd starting again in a burst is noticed
-    /// up to a second later (its devices are re-read then, as before).
+    /// milliseconds apart (as it does with thousands of links) every uevent is a spell of its own: read as they come,
+    /// they would wake the loop's thread once per uevent. What it costs: udevd starting again in a burst is noticed
+    /// up to a second later (its devices are re-read then).
     static let restartWatchHoldOff: Duration = .seconds(1)
 
     /// Tells `appeared` about udevd's control socket appearing in `/run/udev` (its name, `control`), or about
