@@ -133,10 +133,12 @@ struct DaemonBadDayTests {
         let beforeMetrics = try #require(anonymousMemoryKiB(pid))
         let text = try VarlinkClient(path: daemon.socket).call("io.netdevd.GetMetrics")["text"]?.stringValue ?? ""
         #expect(text.contains(#"netdevd_link_carrier{link="mlk1999b"}"#))
-        // The text and its reply (MiB each) are given back at once, not kept in the heap for the next burst.
+        // The text and its reply (2.4 MB or more each) are given back at once, not kept in the heap for the next burst.
+        // What grows is the render's small pieces, freed and not yet trimmed: 1,024 and 1,108 KiB in this debug build
+        // (2026-11-29), so the bound sits above them and below either buffer.
         let afterMetrics = try #require(anonymousMemoryKiB(pid))
         #expect(
-            afterMetrics - beforeMetrics < 1_024,
+            afterMetrics - beforeMetrics < 1_536,
             "anonymous memory \(beforeMetrics) KiB before GetMetrics, \(afterMetrics) KiB after")
         try ipBatch((0..<2_000).map { "link del mlk\($0)a" })
         #expect(try waitUntil(timeout: 60) { try linkCount() == idleLinks }, "the 4,000 links were not all removed")
