@@ -4,7 +4,9 @@ import Syslog
 /// of subjects at once, and queued runs coalesced by the rules of ``HookEvent/Lifecycle`` so that a burst runs
 /// each subject's hooks for its newest state without ever losing (or inventing) an `added` or a `removed`.
 extension Transition {
+    /// Queues `event`'s hooks for `link`, unless no hook is installed (``Model/hooksInstalled``).
     mutating func enqueueLinkRun(_ link: Link, event: HookEvent, previousState: OperationalState?) {
+        guard model.hooksInstalled else { return }
         let subject = HookSubject.link(index: link.index)
         guard let (event, replaced) = coalesce(subject: subject, event: event, name: link.name) else { return }
         // Changes merged into a waiting change start from the state the hooks were last told about.
@@ -31,7 +33,9 @@ extension Transition {
             subject: subject, event: event, name: link.name, environment: environment, link: link, replacing: replaced)
     }
 
+    /// Queues `event`'s hooks for `device`, unless no hook is installed (``Model/hooksInstalled``).
     mutating func enqueueDeviceRun(_ device: Device, event: HookEvent, previousPath: String? = nil) {
+        guard model.hooksInstalled else { return }
         let subject = HookSubject.device(syspath: device.syspath)
         guard let (event, replaced) = coalesce(subject: subject, event: event, name: device.syspath) else { return }
         var environment = [

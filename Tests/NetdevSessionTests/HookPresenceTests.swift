@@ -58,4 +58,18 @@ struct HookPresenceTests {
         let finished = Session.update(model, .hookRunFinished(HookRunResult(runID: running.id, hooks: [])))
         #expect(Fixture.runs(finished.effects).map(\.subjectName) == ["eth1"])
     }
+
+    @Test("a change held for the debounce when the hooks went away runs nothing when its time comes")
+    func heldChangeWithoutHooks() throws {
+        var model = Fixture.running(
+            [Link(state: Fixture.state(2, "eth0", carrier: false))],
+            configuration: Configuration(debounceMilliseconds: 500))
+        model = try #require(Session.update(model, .linkChanged(Fixture.state(2, "eth0"))).model)
+        #expect(model.debouncing == [.link(index: 2): .noCarrier])
+        model = try #require(Session.update(model, .hooksInstalled(false)).model)
+        let expired = Session.update(model, .timerFired(.debounce(.link(index: 2))))
+        #expect(Fixture.runs(expired.effects).isEmpty)
+        #expect(expired.model?.debouncing == [:])
+        #expect((expired.model ?? model).hooks.waiting.isEmpty)
+    }
 }

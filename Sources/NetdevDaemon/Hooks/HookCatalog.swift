@@ -26,7 +26,12 @@ final class HookCatalog: Sendable {
             lists[event] = Self.directories(for: event, hookDirectories: directories)
         }
         self.lists = lists
-        batchDirectories = directories.map { Paths.directory(of: $0) + "/batch.d" }
+        let batchDirectories = directories.map { Paths.directory(of: $0) + "/batch.d" }
+        self.batchDirectories = batchDirectories
+        var seen: Set<String> = []
+        everyDirectory = (HookEvent.allCases.flatMap { lists[$0] ?? [] } + batchDirectories).filter {
+            seen.insert($0).inserted
+        }
     }
 
     /// The directories `event`'s hooks come from, highest priority first: each hook directory's sibling
@@ -39,10 +44,7 @@ final class HookCatalog: Sendable {
     let batchDirectories: [String]
 
     /// Every directory a hook of some event, or a batch hook, comes from, each once.
-    var everyDirectory: [String] {
-        var seen: Set<String> = []
-        return (HookEvent.allCases.flatMap { lists[$0] ?? [] } + batchDirectories).filter { seen.insert($0).inserted }
-    }
+    let everyDirectory: [String]
 
     /// Whether a hook of some event or a batch hook is installed, or a file refused as one (whose runs then say
     /// why it did not start). Masked names do not count.
