@@ -141,11 +141,12 @@ benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd --links $(LINKS) $(LOAD_ARGS)
 
 # netdevd's CPU per kernel message when the messages trickle in (Benchmarks/Daemon/paced.py): PAIRS veth pairs made
-# one `ip` at a time, as fast as the kernel sends at 20,000 links. As root.
+# one `ip` at a time. PACED_ARGS="--delete --interval 33": deleted one at a time too, a pair every 33 ms or more (as
+# the kernel sends them with 20,000 links present). As root.
 PAIRS ?= 300
 benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
-	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/paced.py --binary .build/release/netdevd --pairs $(PAIRS)
+	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/paced.py --binary .build/release/netdevd --pairs $(PAIRS) $(PACED_ARGS)
 
 # One burst alone (Benchmarks/Daemon/burst.py): BURST_PAIRS veth pairs made and deleted, with each burst's CPU and
 # context switches per thread and the anonymous RSS after it; BURST_ARGS passes --monitors N, --perf FILE (the loop's

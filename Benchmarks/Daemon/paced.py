@@ -19,10 +19,45 @@ import time
 import load
 
 
+def measure(daemon, ctl, interval, phase, commands):
+    """Runs `commands` one at a time, `interval` ms apart, and returns netdevd's figures over them."""
+    events = load.events_taken(ctl, daemon.socket_path)
+    switches = load.task_switches(daemon.pid)
+    cpu = load.proc_stat(daemon.pid)[0]
+    began = time.monotonic()
+    for command in commands:
+        subprocess.run(command, check=True)
+        if interval:
+            time.sleep(interval / 1000)
+    made = time.monotonic() - began
+    # The last messages read and taken, and the device source's timers run out.
+    time.sleep(2)
+    cpu = load.proc_stat(daemon.pid)[0] - cpu
+    after = load.task_switches(daemon.pid)
+    events = load.events_taken(ctl, daemon.socket_path) - events
+    main_tid = str(daemon.pid)
+    woken = after[main_tid][1] - switches[main_tid][1]
+    spent = after[main_tid][2] - switches[main_tid][2]
+    return {
+        f"{phase}: one ip each (s)": round(made, 1),
+        f"{phase}: events netdevd's loop took": events,
+        f"{phase}: events a second": round(events / made),
+        f"{phase}: netdevd CPU (s)": round(cpu, 2),
+        f"{phase}: netdevd CPU per event (µs)": round(cpu * 1e6 / max(events, 1), 1),
+        f"{phase}: events per wake-up of the main thread / its CPU per wake-up (µs)":
+            f"{events / max(woken, 1):.2f} / {spent * 1e6 / max(woken, 1):.0f}",
+        f"{phase}: context switches / CPU by thread": load.switches_by_thread(switches, after, daemon.pid),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--binary", required=True, help="the release netdevd")
     parser.add_argument("--pairs", type=int, default=300, help="veth pairs, each made by an `ip` of its own")
+    parser.add_argument("--interval", type=float, default=0,
+                        help="milliseconds to wait after each `ip`, to send at the pace of a larger host")
+    parser.add_argument("--delete", action="store_true",
+                        help="also delete the pairs one `ip link del` at a time, and measure that apart")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd into this file")
     options = parser.parse_args()
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
@@ -41,31 +76,12 @@ def main():
                 ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g", "-p", str(daemon.pid),
                  "-o", options.perf], stdout=subprocess.DEVNULL)
             time.sleep(0.5)
-        events = load.events_taken(ctl, daemon.socket_path)
-        switches = load.task_switches(daemon.pid)
-        cpu = load.proc_stat(daemon.pid)[0]
-        began = time.monotonic()
-        for i in range(options.pairs):
-            subprocess.run(["ip", "link", "add", f"pc{i}a", "type", "veth", "peer", "name", f"pc{i}b"], check=True)
-        made = time.monotonic() - began
-        # The last messages read and taken, and the device source's timers run out.
-        time.sleep(2)
-        cpu = load.proc_stat(daemon.pid)[0] - cpu
-        after = load.task_switches(daemon.pid)
-        events = load.events_taken(ctl, daemon.socket_path) - events
-        main_tid = str(daemon.pid)
-        woken = after[main_tid][1] - switches[main_tid][1]
-        spent = after[main_tid][2] - switches[main_tid][2]
-        figures = {
-            "pairs made, one ip each (s)": round(made, 1),
-            "events netdevd's loop took": events,
-            "events a second": round(events / made),
-            "netdevd CPU (s)": round(cpu, 2),
-            "netdevd CPU per event (µs)": round(cpu * 1e6 / max(events, 1), 1),
-            "events per wake-up of the main thread / its CPU per wake-up (µs)":
-                f"{events / max(woken, 1):.2f} / {spent * 1e6 / max(woken, 1):.0f}",
-            "context switches / CPU by thread": load.switches_by_thread(switches, after, daemon.pid),
-        }
+        figures = measure(daemon, ctl, options.interval, "create", [
+            ["ip", "link", "add", f"pc{i}a", "type", "veth", "peer", "name", f"pc{i}b"]
+            for i in range(options.pairs)])
+        if options.delete:
+            figures |= measure(daemon, ctl, options.interval, "delete", [
+                ["ip", "link", "del", f"pc{i}a"] for i in range(options.pairs)])
     finally:
         if profiler:
             profiler.send_signal(signal.SIGINT)

@@ -61,10 +61,10 @@ struct HoldOffTests {
             let calls = Locked<[UInt64]>([])
             let queue = DispatchQueue(label: "hold-off-test")
             let token = try #require(
-                poller.register(pipe.reader, queue: queue, holdOffNanoseconds: holdOff) {
+                poller.registerHoldingOff(pipe.reader, queue: queue) {
                     _ = pipe.drain()
                     calls.withLock { $0.append(PollerTimer.now()) }
-                    return asks
+                    return asks ? holdOff : 0
                 })
             defer { queue.sync { poller.unregister(token) } }
             #expect(pipe.write())
@@ -131,6 +131,63 @@ struct HoldOffTests {
         #expect(pipe.write())
         #expect(wait(for: 6, in: reads))
         #expect(reads.withLock { $0[5] } < written + nanoseconds / 2)
+    }
+
+    @Test(
+        "a hold-off doubles after each streaming read that found few events, up to the longest, and shrinks or resets"
+    )
+    func holdOffGrowth() {
+        let holdOff = ReadableEventSource.HoldOff(shortest: 30, longest: 240)
+        var held: UInt64 = 30
+        var sequence: [UInt64] = []
+        for _ in 0..<5 {
+            held = holdOff.next(after: held, streaming: true, events: 3)
+            sequence.append(held)
+        }
+        #expect(sequence == [60, 120, 240, 240, 240])
+        #expect(holdOff.next(after: 240, streaming: true, events: ReadableEventSource.HoldOff.fewEvents) == 240)
+        #expect(holdOff.next(after: 240, streaming: true, events: 200) == 120, "a full read halves it")
+        #expect(holdOff.next(after: 60, streaming: true, events: 200) == 30)
+        #expect(holdOff.next(after: 30, streaming: true, events: 200) == 30, "never below the shortest")
+        #expect(holdOff.next(after: 240, streaming: false, events: 1) == 30, "a quiet spell resets it")
+        #expect(ReadableEventSource.HoldOff.nanoseconds(.milliseconds(-5)) == 0)
+        #expect(ReadableEventSource.HoldOff.nanoseconds(.milliseconds(240)) == 240_000_000)
+    }
+
+    @Test("messages that keep trickling in are read further and further apart, up to the longest hold-off")
+    func sourceHoldOffGrows() throws {
+        let shortest: UInt64 = 100_000_000
+        let longest: UInt64 = 400_000_000
+        let pipe = try Pipe()
+        let reads = Locked<[UInt64]>([])
+        let source = ReadableEventSource(
+            fileDescriptor: pipe.reader, queue: DispatchQueue(label: "hold-off-growth-test"),
+            holdOff: .milliseconds(100), longestHoldOff: .milliseconds(400),
+            failure: .monitorOverflowed(source: .netlink), problem: { _ in }
+        ) {
+            _ = pipe.drain()
+            reads.withLock { $0.append(PollerTimer.now()) }
+            return ReadableEventSource.Reading([], drained: true)
+        }
+        let subscription = source.subscribe { _ in }
+        defer { subscription.dispose() }
+        // A byte every 20 ms until the 7th read.
+        while reads.withLock({ $0.count }) < 7 {
+            #expect(pipe.write())
+            usleep(20_000)
+        }
+        let times = reads.withLock { $0 }
+        let gaps = zip(times.dropFirst(), times).map { $0 - $1 }
+        // The 2nd read follows a quiet spell's, at once; then 100, 200, 400, 400 ms.
+        #expect(gaps[1] >= shortest && gaps[2] >= 2 * shortest, "\(gaps)")
+        #expect(gaps[3] >= longest && gaps[4] >= longest, "\(gaps)")
+        #expect(gaps[5] < 2 * longest, "grew past the longest hold-off: \(gaps)")
+        // A quiet spell longer than the longest hold-off and the shortest: read at once, and held off the shortest.
+        usleep(700_000)
+        let written = PollerTimer.now()
+        #expect(pipe.write())
+        #expect(wait(for: times.count + 1, in: reads))
+        #expect(reads.withLock { $0[times.count] } < written + shortest / 2)
     }
 
     @Test("the main thread's list of held-off descriptors: epoll's timeout rounded up, and only those due armed")

@@ -27,9 +27,9 @@ import Glibc
 /// thread, and the events it reads are processed there too: a burst's kernel messages reach the loop without
 /// waking any other thread.
 ///
-/// A registration may have a hold-off (the kernel's monitors do): after a run of its handler that asks for it, the
-/// descriptor is armed again only once the hold-off has passed, so what arrives meanwhile is read in one run, with
-/// one wake-up instead of one per message.
+/// A registration's handler may ask for a hold-off (the kernel's monitors do): after that run the descriptor is
+/// armed again only once the hold-off has passed, so what arrives meanwhile is read in one run, with one wake-up
+/// instead of one per message.
 final class Poller: Sendable {
     /// The process's poller, started on first use; `nil` when the kernel refuses an epoll descriptor or a thread.
     static let shared: Poller? = Poller()
@@ -39,15 +39,9 @@ final class Poller: Sendable {
     fileprivate struct Registration {
         let fileDescriptor: Int32
         let queue: DispatchQueue
-        /// Nanoseconds the descriptor stays unwatched after a run that asks for it; 0 for none.
-        let holdOff: UInt64
-        /// Runs when the descriptor is readable; returns `true` to hold off before it is watched again.
-        let handler: @Sendable () -> Bool
-
-        /// Whether the descriptor waits `holdOff` before it is armed again, after a run that returned `asked`.
-        func holdsOff(asked: Bool) -> Bool {
-            asked && holdOff > 0
-        }
+        /// Runs when the descriptor is readable; returns the nanoseconds to wait before it is watched again (0:
+        /// watched again at once).
+        let handler: @Sendable () -> UInt64
     }
 
     fileprivate struct State {
@@ -137,8 +131,9 @@ final class Poller: Sendable {
                 let token = events[index].data.u64
                 guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
                 if registration.queue === mainQueue {
-                    if registration.holdsOff(asked: registration.handler()) {
-                        heldOff.add(token, due: PollerTimer.now() + registration.holdOff)
+                    let holdOff = registration.handler()
+                    if holdOff > 0 {
+                        heldOff.add(token, due: PollerTimer.now() + holdOff)
                     } else {
                         Self.rearm(token, epoll: epoll, state: state)
                     }
@@ -168,8 +163,9 @@ final class Poller: Sendable {
         registration.queue.async {
             // Unregistered since: the descriptor may be closed or reused.
             guard state.withLock({ $0.registrations[token] != nil }) else { return }
-            if registration.holdsOff(asked: registration.handler()) {
-                registration.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(registration.holdOff))) {
+            let holdOff = registration.handler()
+            if holdOff > 0 {
+                registration.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(holdOff))) {
                     Poller.rearm(token, epoll: epoll, state: state)
                 }
             } else {
@@ -183,24 +179,23 @@ final class Poller: Sendable {
     func register(
         _ fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> Void
     ) -> UInt64? {
-        register(fileDescriptor, queue: queue, holdOffNanoseconds: 0) {
+        registerHoldingOff(fileDescriptor, queue: queue) {
             handler()
-            return false
+            return 0
         }
     }
 
-    /// Calls `handler` on `queue` whenever `fileDescriptor` is readable; after a call that returned `true` (it read
-    /// all that was pending, and expects more soon) the descriptor is watched again only `holdOffNanoseconds`
+    /// Calls `handler` on `queue` whenever `fileDescriptor` is readable; after a call that returned more than 0 (it
+    /// read all that was pending, and expects more soon) the descriptor is watched again only that many nanoseconds
     /// later. Returns the token for ``unregister(_:)``, or `nil` when epoll refuses the descriptor.
-    func register(
-        _ fileDescriptor: Int32, queue: DispatchQueue, holdOffNanoseconds: UInt64,
-        handler: @escaping @Sendable () -> Bool
+    func registerHoldingOff(
+        _ fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping @Sendable () -> UInt64
     ) -> UInt64? {
         guard startThreadIfNeeded() else { return nil }
         let token = state.withLock { state -> UInt64 in
             defer { state.nextToken += 1 }
             state.registrations[state.nextToken] = Registration(
-                fileDescriptor: fileDescriptor, queue: queue, holdOff: holdOffNanoseconds, handler: handler)
+                fileDescriptor: fileDescriptor, queue: queue, handler: handler)
             return state.nextToken
         }
         guard Self.control(epoll, EPOLL_CTL_ADD, fileDescriptor, token: token) else {

@@ -17,11 +17,12 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// and becomes `failure`, because a monitor that cannot read has lost events.
 ///
 /// A readiness after a quiet spell is read at once. With a hold-off (the kernel's monitors have one), a source read
-/// again within two hold-offs of its last read (messages are streaming in) is watched again only once the hold-off
-/// has passed, so messages that trickle in (one every few milliseconds, as the kernel sends them when it is slow
-/// with many links) are read several at a time, not each with a wake-up of its own. A read that stopped at its limit
-/// is followed at once; messages further apart than two hold-offs are each read at once, as without one (holding
-/// off then would only add an empty wake-up). The descriptor is watched by the ``Poller``, not a Dispatch source
+/// again within its hold-off plus the shortest one after its last read (messages are streaming in) is watched again
+/// only once the hold-off has passed, so messages that trickle in (one every few milliseconds, as the kernel sends
+/// them when it is slow with many links) are read several at a time, not each with a wake-up of its own. While reads
+/// keep finding few events the hold-off doubles, up to the longest (``HoldOff``). A read that stopped at its limit
+/// is followed at once; messages further apart are each read at once, as without one (holding off then would only
+/// add an empty wake-up), and the hold-off is back to the shortest. The descriptor is watched by the ``Poller``, not a Dispatch source
 /// (whose every event wakes libdispatch's manager thread twice); a Dispatch source only if the poller cannot be had
 /// (and then with no hold-off).
 public final class ReadableEventSource: EventSource {
@@ -40,28 +41,37 @@ public final class ReadableEventSource: EventSource {
         }
     }
 
-    /// How long the kernel's monitors wait, after a read while messages stream in, before they are watched again.
-    /// `make benchmark-paced` (300 veth pairs made one `ip` at a time, as slowly as the kernel sends with 20,000
-    /// links): netdevd's CPU per message 63.3-86.7 µs read as they came, 30.0-36.7 with 30 ms (53.3 with 10 ms);
-    /// 1,000 links in one `ip -batch`: 50.1 / 97.1 µs create / delete without, 30.5 / 57.8 with 30 ms
-    /// (docs/PERFORMANCE.md). What it costs: a message that follows another within 60 ms is seen up to 30 ms later.
+    /// How long the kernel's monitors wait, after a read while messages stream in, before they are watched again,
+    /// at first. `make benchmark-paced` (300 veth pairs made one `ip` at a time, about 1,000 messages a second):
+    /// netdevd's CPU per message 63.3-86.7 µs read as they came, 30.0-36.7 with 30 ms (53.3 with 10 ms); 1,000 links
+    /// in one `ip -batch`: 50.1 / 97.1 µs create / delete without, 30.5 / 57.8 with 30 ms (docs/PERFORMANCE.md).
     public static let monitorHoldOff: Duration = .milliseconds(30)
+
+    /// The longest the kernel's monitors hold off: while reads keep finding few messages (fewer than
+    /// ``HoldOff/fewEvents``), each hold-off is twice the one before, up to this. With 20,000 links present the
+    /// kernel sends a veth pair's messages every 33 ms (create) to 59 ms (delete), and 30 ms read about one pair per
+    /// wake-up. `make benchmark-paced PACED_ARGS="--delete --interval 33"` (a pair every 33 ms): 88.9 / 158.3 µs
+    /// per message (create / delete) with 30 ms always, 33.3 / 58.3 growing to 240 ms (docs/PERFORMANCE.md). What
+    /// it costs: while messages keep trickling in, one is seen up to this much later.
+    public static let monitorLongestHoldOff: Duration = .milliseconds(240)
 
     private let fileDescriptor: Int32
     private let queue: DispatchQueue
-    /// The hold-off in nanoseconds (0: none).
-    private let holdOff: UInt64
+    /// The shortest and longest hold-off in nanoseconds (0: none).
+    private let holdOff: HoldOff
     private let read: @Sendable () throws -> Reading
     private let failure: Event
     private let problem: SourceProblem
     private let trim: MemoryTrim?
 
     /// A source over `fileDescriptor`, read on `queue`; while messages stream in, watched again `holdOff` after a
-    /// read that drained it (a negative or zero hold-off: never held off); each read is reported to `trim`.
+    /// read that drained it, growing up to `longestHoldOff` while reads find few events (a negative or zero
+    /// hold-off: never held off; no longest: `holdOff` always); each read is reported to `trim`.
     public init(
         fileDescriptor: Int32,
         queue: DispatchQueue,
         holdOff: Duration = .zero,
+        longestHoldOff: Duration? = nil,
         trim: MemoryTrim? = nil,
         failure: Event,
         problem: @escaping SourceProblem,
@@ -69,11 +79,9 @@ public final class ReadableEventSource: EventSource {
     ) {
         self.fileDescriptor = fileDescriptor
         self.queue = queue
-        let (seconds, attoseconds) = holdOff.components
-        self.holdOff =
-            seconds < 0 || (seconds == 0 && attoseconds <= 0)
-            // Capped at a day: twice it is compared with a monotonic clock's nanoseconds.
-            ? 0 : min(UInt64(seconds), 86_400) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        let shortest = HoldOff.nanoseconds(holdOff)
+        let longest = HoldOff.nanoseconds(longestHoldOff ?? holdOff)
+        self.holdOff = HoldOff(shortest: shortest, longest: max(shortest, longest))
         self.trim = trim
         self.failure = failure
         self.problem = problem
@@ -91,27 +99,30 @@ public final class ReadableEventSource: EventSource {
         consumer: @escaping Consumer<Event>, stopped: (@Sendable () -> Void)?
     ) -> any Disposable {
         let subscription = Subscription()
-        // Returns whether to hold off before the descriptor is watched again.
-        let readPending: @Sendable () -> Bool = { [read, failure, problem, trim, holdOff] in
-            guard !subscription.cancelled else { return false }
+        subscription.holdOff = holdOff.shortest
+        // Returns the nanoseconds to hold off before the descriptor is watched again.
+        let readPending: @Sendable () -> UInt64 = { [read, failure, problem, trim, holdOff] in
+            guard !subscription.cancelled else { return 0 }
             defer { trim?.noteActivity() }
-            let now = holdOff > 0 ? PollerTimer.now() : 0
-            let streaming = now - subscription.lastRead < 2 * holdOff
+            let now = holdOff.shortest > 0 ? PollerTimer.now() : 0
+            let held = subscription.holdOff
+            let streaming = now - subscription.lastRead < held + holdOff.shortest
             subscription.lastRead = now
             do {
                 let reading = try read()
                 for event in reading.events {
                     consumer(event)
                 }
-                return reading.drained && streaming
+                subscription.holdOff = holdOff.next(after: held, streaming: streaming, events: reading.events.count)
+                return reading.drained && streaming ? held : 0
             } catch {
                 problem("\(error)")
                 consumer(failure)
-                return false
+                return 0
             }
         }
-        if let token = Poller.shared?.register(
-            fileDescriptor, queue: queue, holdOffNanoseconds: holdOff, handler: readPending)
+        if let token = Poller.shared?.registerHoldingOff(
+            fileDescriptor, queue: queue, handler: readPending)
         {
             subscription.token = token
         } else {
@@ -140,6 +151,8 @@ public final class ReadableEventSource: EventSource {
     private final class Subscription: @unchecked Sendable {
         /// When the descriptor was last read (``PollerTimer/now()``).
         var lastRead: UInt64 = 0
+        /// The hold-off after the next read that streams, in nanoseconds.
+        var holdOff: UInt64 = 0
         var token: UInt64?
         var source: (any DispatchSourceRead)?
         var cancelled = false
@@ -147,6 +160,35 @@ public final class ReadableEventSource: EventSource {
 }
 
 extension ReadableEventSource {
+    /// How long a source holds off: from `shortest`, doubled after each streaming read that found fewer than
+    /// ``fewEvents`` events, up to `longest`; halved after one that found more than ``manyEvents``; back to `shortest`
+    /// after a quiet spell (a read not streaming).
+    struct HoldOff: Sendable {
+        /// A read with fewer events than this lets the next hold-off grow.
+        static let fewEvents = 16
+        /// A read with more events than this shortens the next hold-off.
+        static let manyEvents = 64
+
+        let shortest: UInt64
+        let longest: UInt64
+
+        /// The hold-off after a read made `held` into a hold-off (or at once), streaming or not, that found `events`.
+        func next(after held: UInt64, streaming: Bool, events: Int) -> UInt64 {
+            guard streaming else { return shortest }
+            if events < Self.fewEvents { return min(held * 2, longest) }
+            if events > Self.manyEvents { return max(held / 2, shortest) }
+            return held
+        }
+
+        /// `duration` in nanoseconds; 0 for a negative or zero one, capped at a day (added to a monotonic clock's
+        /// nanoseconds).
+        static func nanoseconds(_ duration: Duration) -> UInt64 {
+            let (seconds, attoseconds) = duration.components
+            guard seconds > 0 || (seconds == 0 && attoseconds > 0) else { return 0 }
+            return min(UInt64(seconds), 86_400) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        }
+    }
+
     /// The most datagrams (rtnetlink) or devices (udev) one readiness reads; what is left is read at the next, which
     /// the poller reports at once. Draining everything pending held all of it at once, parsed: at 20,000 links,
     /// netdevd stopped while 2,500 links went down (and their addresses and routes with them) reached 73.7-84.7 MiB
@@ -161,7 +203,8 @@ extension ReadableEventSource {
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: monitor.fileDescriptor, queue: queue, holdOff: monitorHoldOff, trim: trim,
+            fileDescriptor: monitor.fileDescriptor, queue: queue, holdOff: monitorHoldOff,
+            longestHoldOff: monitorLongestHoldOff, trim: trim,
             failure: .monitorOverflowed(source: .udev),
             problem: problem
         ) {
@@ -182,7 +225,8 @@ extension ReadableEventSource {
         -> ReadableEventSource
     {
         ReadableEventSource(
-            fileDescriptor: watcher.fileDescriptor, queue: queue, holdOff: monitorHoldOff, trim: trim,
+            fileDescriptor: watcher.fileDescriptor, queue: queue, holdOff: monitorHoldOff,
+            longestHoldOff: monitorLongestHoldOff, trim: trim,
             failure: .monitorOverflowed(source: .netlink),
             problem: problem
         ) {
