@@ -22,9 +22,9 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// them when it is slow with many links) are read several at a time, not each with a wake-up of its own. While reads
 /// keep finding few events the hold-off doubles, up to the longest (``HoldOff``). A read that stopped at its limit
 /// is followed at once; messages further apart are each read at once, as without one (holding off then would only
-/// add an empty wake-up), and the hold-off is back to the shortest. The descriptor is watched by the ``Poller``, not a Dispatch source
-/// (whose every event wakes libdispatch's manager thread twice); a Dispatch source only if the poller cannot be had
-/// (and then with no hold-off).
+/// add an empty wake-up), and the hold-off is back to the shortest. The descriptor is watched by the ``Poller``,
+/// not a Dispatch source (whose every event wakes libdispatch's manager thread twice); a Dispatch source only if the
+/// poller cannot be had (and then with no hold-off).
 public final class ReadableEventSource: EventSource {
     /// What one read found: the events, and whether the descriptor had nothing more (`false`: the read stopped at
     /// its limit, and more is waiting).
