@@ -48,9 +48,9 @@ final class HookCatalog: Sendable {
 
     /// Whether a hook of some event or a batch hook is installed, or a file refused as one (whose runs then say
     /// why it did not start). Masked names do not count.
+    /// Stops at the first event with one, so it examines no more hooks than it must (it runs on the loop's queue).
     func anyInstalled() -> Bool {
-        let (hooks, refused) = counts()
-        return refused > 0 || hooks.values.contains { $0 > 0 }
+        HookEvent.allCases.contains { !hooks(for: $0).isEmpty } || !batchHooks().isEmpty
     }
 
     /// The batch hooks (``HookBatches``), in lexical order, with refusals explained.
