@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Locking
+import NetdevSession
 import Systemd
 import Testing
 
@@ -113,5 +114,68 @@ struct JournalQueueTests {
         for number in 101...105 { queue.append(JournalEntry(message: String(number))) }
         queue.drain()
         #expect(written.withLock { Array($0.suffix(5)) } == (101...105).map(String.init))
+    }
+
+    /// A queue writing session entries (their messages) to `written`, woken after `loop`'s work.
+    static func sessionQueue(loop: DispatchQueue, written: Locked<[String]>) -> JournalQueue {
+        JournalQueue(loopQueue: loop) { item, _ in
+            guard case .session(let entry) = item else { return }
+            written.withLock { $0.append(entry.message) }
+        }
+    }
+
+    static func entry(_ number: Int) -> LogEntry {
+        LogEntry(priority: .info, message: String(number), kind: .linkAdded)
+    }
+
+    @Test("the entries the loop makes in one pass are written once the pass is over, all of them, in order")
+    func wokenAfterThePass() {
+        let loop = DispatchQueue(label: "netdevd.test.loop")
+        let written = Locked<[String]>([])
+        let queue = Self.sessionQueue(loop: loop, written: written)
+        let writtenDuringPass = loop.sync { () -> Int in
+            // Slow enough that a writer woken at the first entry writes some before the pass ends.
+            for number in 0..<100 {
+                queue.append(Self.entry(number))
+                usleep(200)
+            }
+            usleep(50_000)
+            return written.withLock { $0.count }
+        }
+        #expect(writtenDuringPass == 0, "the writer was woken before the loop's pass ended")
+        // Woken by the block the first entry queued behind the pass: no drain needed.
+        let deadline = Date().addingTimeInterval(5)
+        while written.withLock({ $0.count }) < 100 && Date() < deadline { usleep(1_000) }
+        #expect(written.withLock { $0 } == (0..<100).map(String.init))
+    }
+
+    @Test("a pass that makes more entries than are gathered has them written while it goes on, none dropped")
+    func longPass() {
+        let loop = DispatchQueue(label: "netdevd.test.loop")
+        let written = Locked<[String]>([])
+        let queue = Self.sessionQueue(loop: loop, written: written)
+        let count = JournalQueue.gathered * 4
+        let writtenDuringPass = loop.sync { () -> Int in
+            for number in 0..<count { queue.append(Self.entry(number)) }
+            let deadline = Date().addingTimeInterval(5)
+            while written.withLock({ $0.isEmpty }) && Date() < deadline { usleep(1_000) }
+            return written.withLock { $0.count }
+        }
+        #expect(writtenDuringPass >= JournalQueue.gathered)
+        queue.drain()
+        #expect(written.withLock { $0 } == (0..<count).map(String.init))
+    }
+
+    @Test("a drain on the loop's queue writes what that pass made, though the writer's wake-up waits behind it")
+    func drainOnTheLoop() {
+        let loop = DispatchQueue(label: "netdevd.test.loop")
+        let written = Locked<[String]>([])
+        let queue = Self.sessionQueue(loop: loop, written: written)
+        let writtenByDrain = loop.sync { () -> [String] in
+            for number in 0..<3 { queue.append(Self.entry(number)) }
+            queue.drain()
+            return written.withLock { $0 }
+        }
+        #expect(writtenByDrain == ["0", "1", "2"])
     }
 }

@@ -11,7 +11,9 @@ import Glibc
 /// The session's journal entries on their way to journald, off the loop queue (a send to journald blocks while
 /// journald's socket is full). The loop appends; the writer, a thread of its own asleep on a semaphore while
 /// nothing waits, is woken when it is idle and takes everything pending, so a burst costs a wake-up per batch it
-/// finds, not one per entry. (Not a short delay to gather more: every Dispatch timer wakes libdispatch's manager
+/// finds, not one per entry. The session's entries wake it only once the loop's queue has finished what it is doing
+/// (a block queued behind it), so that the entries of one pass of the loop are one batch: woken at the first, the
+/// writer took them one or two at a time as the loop made them (docs/PERFORMANCE.md). (Not a short delay to gather more: every Dispatch timer wakes libdispatch's manager
 /// thread twice, which cost more than the writes it batched. Not a Dispatch queue either: each wake-up was a block
 /// made on the loop's thread and freed on a pool thread, into that thread's cache of blocks, which went back to
 /// the heap only when the pool thread exited, 5 s after the burst, after netdevd had returned the burst's memory:
@@ -36,16 +38,26 @@ final class JournalQueue: Sendable {
     /// The most entries that wait for the writer.
     let limit: Int
 
+    /// The most session entries that wait for the loop's queue to finish before the writer is woken anyway: a pass
+    /// that makes thousands (a start on a large host) is written as it goes, and none is dropped for the limit.
+    static let gathered = 256
+
     private let writer: Writer
+    /// Where the session's entries are appended; `nil`: they wake the writer at once.
+    private let loopQueue: DispatchQueue?
 
     /// Entries are handed to `write` in order, on the writer's thread, with the cache of normalised names; at most
     /// `limit` wait (10,000 entries of a few hundred bytes: a few MiB). Without a thread (the system refuses one:
     /// `TasksMax=`), a Dispatch queue writes them, as before the thread: never the thread that appends.
-    /// `startsThread: false` stands for a system that refuses the thread (tests take that path with it).
+    /// `startsThread: false` stands for a system that refuses the thread (tests take that path with it). Session
+    /// entries are appended on `loopQueue` when given, and wake the writer once that queue's current work is done
+    /// (or at ``gathered`` entries).
     init(
-        limit: Int = 10_000, startsThread: Bool = true, write: @escaping @Sendable (Item, JournalFieldNames) -> Void
+        limit: Int = 10_000, startsThread: Bool = true, loopQueue: DispatchQueue? = nil,
+        write: @escaping @Sendable (Item, JournalFieldNames) -> Void
     ) {
         self.limit = limit
+        self.loopQueue = loopQueue
         writer = Writer(limit: limit, write: write)
         writer.start(thread: startsThread)
     }
@@ -54,14 +66,15 @@ final class JournalQueue: Sendable {
         writer.finish()
     }
 
-    /// Queues a session entry; wakes the writer if it is idle.
+    /// Queues a session entry; wakes the writer if it is idle, once the loop's queue is done with its current work.
     func append(_ entry: LogEntry) {
-        writer.append(.session(entry))
+        writer.append(.session(entry), wakeAfter: loopQueue)
     }
 
-    /// Queues an entry made elsewhere (a hook's output), after the session entries queued before it.
+    /// Queues an entry made elsewhere (a hook's output), after the session entries queued before it; wakes the writer
+    /// if it is idle.
     func append(_ entry: JournalEntry) {
-        writer.append(.made(entry))
+        writer.append(.made(entry), wakeAfter: nil)
     }
 
     /// Writes every entry queued so far, and waits until they are written.
@@ -73,8 +86,12 @@ final class JournalQueue: Sendable {
     private final class Writer: Sendable {
         private struct Pending {
             var entries: [Item] = []
-            /// The writer has been woken, or is writing a batch: an append need not wake it.
+            /// The writer has been woken, or is writing a batch, or will be woken (`wakeQueued`): an append need not
+            /// wake it.
             var scheduled = false
+            /// A block on the loop's queue will wake the writer; until it runs, whoever wakes the writer first clears
+            /// this (an append at ``JournalQueue/gathered`` entries, ``drain()``, ``finish()``).
+            var wakeQueued = false
             /// Entries not kept since the last batch was taken (the queue was full).
             var dropped = 0
             /// Callers of ``drain()`` waiting for the writer to finish a batch.
@@ -133,29 +150,54 @@ final class JournalQueue: Sendable {
         func finish() {
             let wakeWriter = pending.withLock { pending -> Bool in
                 pending.finished = true
-                defer { pending.scheduled = true }
-                return !pending.scheduled && !pending.threadless
+                defer {
+                    pending.scheduled = true
+                    pending.wakeQueued = false
+                }
+                return (!pending.scheduled || pending.wakeQueued) && !pending.threadless
             }
             if wakeWriter { wake.signal() }
         }
 
-        func append(_ item: Item) {
-            let (wakeWriter, threadless) = pending.withLock { pending -> (Bool, Bool) in
+        /// What an append does once its entry is queued.
+        private enum Wake {
+            case none, now, fallback, after(DispatchQueue)
+        }
+
+        /// Queues `item`; wakes the writer if it is idle: at once, or with a block queued on `queue`.
+        func append(_ item: Item, wakeAfter queue: DispatchQueue?) {
+            let action = pending.withLock { pending -> Wake in
                 guard pending.entries.count < limit else {
                     pending.dropped += 1
-                    return (false, pending.threadless)
+                    return .none
                 }
                 pending.entries.append(item)
-                defer { pending.scheduled = true }
-                return (!pending.scheduled, pending.threadless)
+                if pending.wakeQueued {
+                    guard pending.entries.count >= JournalQueue.gathered else { return .none }
+                    pending.wakeQueued = false
+                    return .now
+                }
+                guard !pending.scheduled else { return .none }
+                pending.scheduled = true
+                if pending.threadless { return .fallback }
+                guard let queue else { return .now }
+                pending.wakeQueued = true
+                return .after(queue)
             }
-            if wakeWriter {
-                if threadless {
-                    fallback.async { [self] in
-                        while writeBatch() {}
+            switch action {
+            case .none: break
+            case .now: wake.signal()
+            case .fallback:
+                fallback.async { [self] in
+                    while writeBatch() {}
+                }
+            case .after(let queue):
+                queue.async { [self] in
+                    let due = pending.withLock { pending -> Bool in
+                        defer { pending.wakeQueued = false }
+                        return pending.wakeQueued
                     }
-                } else {
-                    wake.signal()
+                    if due { wake.signal() }
                 }
             }
         }
@@ -168,11 +210,14 @@ final class JournalQueue: Sendable {
                 return
             }
             // Let go by the writer after the batch that took everything queued before (or at once when it is idle).
-            let waiting = pending.withLock { pending -> Bool in
-                guard pending.scheduled else { return false }
+            // The writer is woken now if a block on the loop's queue was to wake it: the caller may be that queue.
+            let (waiting, wakeWriter) = pending.withLock { pending -> (Bool, Bool) in
+                guard pending.scheduled else { return (false, false) }
                 pending.drainers += 1
-                return true
+                defer { pending.wakeQueued = false }
+                return (true, pending.wakeQueued)
             }
+            if wakeWriter { wake.signal() }
             if waiting { batchWritten.wait() }
         }
 

@@ -1,3 +1,4 @@
+import Dispatch
 import NetdevSession
 import Syslog
 import Systemd
@@ -17,14 +18,14 @@ final class JournalSink: Sendable {
     private let journal: ReportingJournal
 
     /// Entries for `target` (the journal if its socket exists, else standard error, when `nil`) up to
-    /// `maximumPriority`.
-    init(target: JournalTarget?, maximumPriority: LogPriority) {
+    /// `maximumPriority`; the session's entries are made on `loopQueue` (see ``JournalQueue``).
+    init(target: JournalTarget?, maximumPriority: LogPriority, loopQueue: DispatchQueue? = nil) {
         let journal = ReportingJournal(
             Journal(identifier: "netdevd", target: target),
             consequence: "netdevd's state is unaffected: netdevctl shows it")
         self.journal = journal
         self.maximumPriority = maximumPriority
-        queue = JournalQueue { item, names in
+        queue = JournalQueue(loopQueue: loopQueue) { item, names in
             switch item {
             case .session(let entry): Self.write(entry, names: names, to: journal)
             case .made(let entry): journal.send(entry)

@@ -55,7 +55,8 @@ public final class Daemon: Sendable {
         // at 70 MiB rather than 41, until the next kernel event's trim. Fixed, a fresh start there holds 33-37 MiB
         // (41 before) and 34-37 after the calls, for a page fault per 4 KiB of each such buffer.
         mallopt(M_MMAP_THRESHOLD, 256 * 1024)
-        let journal = JournalSink(target: options.logTarget, maximumPriority: options.maximumPriority)
+        let journal = JournalSink(
+            target: options.logTarget, maximumPriority: options.maximumPriority, loopQueue: loopQueue)
         // Build.
         guard let configuration = ConfigurationLoader(mainFile: options.configurationFile).loadAtStart(say: journal.say)
         else {
