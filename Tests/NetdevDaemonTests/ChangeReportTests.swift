@@ -1,5 +1,6 @@
 import Foundation
 import KernelTestSupport
+import Locking
 import NetdevDaemon
 import NetdevSession
 import NetdevWire
@@ -105,10 +106,11 @@ struct ChangeReportTests {
 /// A ``ControlService`` served on a fresh socket path, without a daemon; stopped and removed when released.
 final class ServedControl {
     let path = NSTemporaryDirectory() + "netdevd-control-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
-    let service = ControlService()
+    let service: ControlService
     let server: VarlinkServer
 
-    init() throws {
+    init(loopQueue: DispatchQueue? = nil, batchSent: @escaping @Sendable () -> Void = {}) throws {
+        service = ControlService(batchSent: batchSent, loopQueue: loopQueue)
         server = VarlinkServer(
             listening: try VarlinkServer.listen(on: path), interfaces: [service.interface], vendor: "test",
             product: "test", version: "0", url: "")
@@ -250,6 +252,42 @@ struct MonitorOrderingTests {
         let interval = Double(ControlService.monitorSendIntervalMilliseconds) / 1_000
         let sends = Int(published / interval) + 2
         #expect(reads <= 2 * sends, "\(reads) reads for \(models.count - 1) changes in \(published) s")
+    }
+}
+
+@Suite("Monitors and the loop's passes")
+struct MonitorPassTests {
+    @Test("the changes the loop publishes in one pass go to the monitors in one send, not the first alone")
+    func onePassOneWrite() throws {
+        let loop = DispatchQueue(label: "netdevd.test.loop")
+        let batches = Locked(0)
+        let served = try ServedControl(loopQueue: loop, batchSent: { batches.withLock { $0 += 1 } })
+        defer { withExtendedLifetime(served) {} }
+        let connection = served.service.view.connect { _ in }
+        defer { connection.dispose() }
+        var generator = SeededGenerator(seed: 11)
+        let models = (1...21).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
+        loop.sync { connection.accept(models[0]) }
+        let monitor = RawMonitor(path: served.path, receiveBuffer: 4 << 20)
+        defer { close(monitor.fd) }
+        let done = DispatchGroup()
+        monitor.readUntilClosed(done)
+        let deadline = Date().addingTimeInterval(10)
+        while !monitor.hasSequence(1) && Date() < deadline { usleep(1_000) }
+        loop.sync { connection.accept(models[1]) }
+        while !monitor.hasSequence(2) && Date() < deadline { usleep(1_000) }
+        // Quiet for longer than the send interval since that send: the next change is due to go at once.
+        usleep(UInt32(ControlService.monitorSendIntervalMilliseconds * 2_000))
+        let batchesBefore = batches.withLock { $0 }
+        loop.sync {
+            for model in models.dropFirst(2) {
+                connection.accept(model)
+                usleep(500)
+            }
+        }
+        while !monitor.hasSequence(models.count) && Date() < deadline { usleep(1_000) }
+        #expect(monitor.decoded().sequences == Array(1...models.count))
+        #expect(batches.withLock { $0 } - batchesBefore == 1, "the pass's 19 changes went in more than one send")
     }
 }
 

@@ -1,3 +1,4 @@
+import JSONCoding
 public import NetdevSession
 public import NetdevWire
 
@@ -107,5 +108,14 @@ extension DeviceReport {
         self.init(
             syspath: device.syspath, sysname: device.sysname, subsystem: device.subsystem, devtype: device.devtype,
             devnode: device.devnode, driver: device.driver, properties: device.properties)
+    }
+}
+
+extension ControlService {
+    /// `value` as JSON bytes, for the replies ``ReportJSON`` does not write (small ones). `nil` does not happen for
+    /// netdevd's reports (strings, integers, booleans and collections of them; the encoder fails only on non-finite
+    /// floats and throwing custom encodings); callers answer an empty object rather than stop.
+    static func encoded(_ value: some Encodable) -> [UInt8]? {
+        try? JSONTextEncoder().encode(value)
     }
 }

@@ -1,4 +1,4 @@
-import Dispatch
+public import Dispatch
 import Locking
 public import MobiusCore
 public import NetdevSession
@@ -33,8 +33,8 @@ public final class ControlService: Sendable {
         var unsent: [(previous: Model, model: Model)] = []
         /// The monitor queue has been asked to send `unsent` and has not taken it yet.
         var sendQueued = false
-        /// When the monitor queue last took `unsent`.
-        var lastSend = DispatchTime(uptimeNanoseconds: 0)
+        /// When the monitor queue last took `unsent`; `nil` before the first send (a time of 0 is now to Dispatch).
+        var lastSend: DispatchTime?
     }
 
     /// The least time between two sends to the monitors, in milliseconds. A change after a quiet spell goes at once;
@@ -78,16 +78,23 @@ public final class ControlService: Sendable {
     /// Told when a batch of changes has gone to the monitors, on the monitors' queue: the models it held are free.
     private let batchSent: @Sendable () -> Void
 
+    /// The queue models are published on, or `nil`; see ``init(metricsReply:hookCounts:refused:batchSent:loopQueue:)``.
+    private let loopQueue: DispatchQueue?
+
     /// A service with no model yet; `metricsReply` appends `GetMetrics`' reply parameters (not the bare text) and
     /// `hookCounts` answers `CountHooks` (without them those methods answer `NotRunning`); `refused` hears of calls
     /// refused for want of permission, `batchSent` of each batch of changes handed to the monitors (the monitors' queue
-    /// can run behind the loop in a burst, and frees the models it held as it catches up).
+    /// can run behind the loop in a burst, and frees the models it held as it catches up). Models are published on
+    /// `loopQueue` when given: a send due at once waits for that queue to finish its current work, so the changes of
+    /// one pass of the loop go to the monitors together (sent at the first, the rest waited for the next interval).
     public init(
         metricsReply metrics: (@Sendable (Model, inout [UInt8]) -> Void)? = nil,
         hookCounts: (@Sendable () -> (hooks: [String: Int], refused: Int))? = nil,
         refused: @escaping @Sendable (String) -> Void = { _ in },
-        batchSent: @escaping @Sendable () -> Void = {}
+        batchSent: @escaping @Sendable () -> Void = {},
+        loopQueue: DispatchQueue? = nil
     ) {
+        self.loopQueue = loopQueue
         self.metrics = metrics
         self.hookCounts = hookCounts
         self.refused = refused
@@ -135,12 +142,15 @@ public final class ControlService: Sendable {
             state.unsent.append((latest, model))
             guard !state.sendQueued else { return (state.parked, nil) }
             state.sendQueued = true
-            return (state.parked, max(.now(), state.lastSend + .milliseconds(Self.monitorSendIntervalMilliseconds)))
+            let interval = DispatchTimeInterval.milliseconds(Self.monitorSendIntervalMilliseconds)
+            return (state.parked, max(.now(), state.lastSend.map { $0 + interval } ?? .now()))
         }
         for call in parked { call(model) }
         answerReloads(model)
         if let sendAt, sendAt > .now() {
             monitorQueue.asyncAfter(deadline: sendAt) { [self] in sendUnsent() }
+        } else if sendAt != nil, let loopQueue {
+            loopQueue.async { [self] in monitorQueue.async { [self] in sendUnsent() } }
         } else if sendAt != nil {
             monitorQueue.async { [self] in sendUnsent() }
         }
@@ -186,13 +196,6 @@ public final class ControlService: Sendable {
             }
         }
         batchSent()
-    }
-
-    /// `value` as JSON bytes, for the replies ``ReportJSON`` does not write (small ones). `nil` does not happen for
-    /// netdevd's reports (strings, integers, booleans and collections of them; the encoder fails only on non-finite
-    /// floats and throwing custom encodings); callers answer an empty object rather than stop.
-    static func encoded(_ value: some Encodable) -> [UInt8]? {
-        try? JSONTextEncoder().encode(value)
     }
 
     /// The interface, for a ``VarlinkServer``.
@@ -394,5 +397,4 @@ public final class ControlService: Sendable {
     }
 
     private static let emptyObject = Array("{}".utf8)
-
 }

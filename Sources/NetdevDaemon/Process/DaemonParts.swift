@@ -94,7 +94,7 @@ final class DaemonParts: Sendable {
             metricsReply: { model, reply in exporter.replyParameters(model, clients: clients(), into: &reply) },
             hookCounts: { hooks.counts() },
             refused: { text in journal.post(.warning, text) },
-            batchSent: { [trim] in trim.noteActivityElsewhere() })
+            batchSent: { [trim] in trim.noteActivityElsewhere() }, loopQueue: loopQueue)
         controller.connectView(control.view)
         textfile = MetricsTextfile(exporter: exporter, clients: clients, log: journal.post)
         recorder.onChange { [textfile] in textfile.poke() }
