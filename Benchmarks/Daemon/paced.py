@@ -4,6 +4,8 @@ time (about 1,000 messages a second here; the kernel sends some 500 a second wit
 the load harness's one `ip -batch` (several thousand a second at 1,000 links).
 
 Prints netdevd's CPU per message, the messages per wake-up of its loop's thread and that thread's CPU per wake-up;
+with --present P, P veth pairs made (one `ip -batch`) before netdevd starts, so that the same messages are measured
+on a larger host; with --monitors N, as many `netdevctl monitor --json=short --changes` clients attached throughout (as load.py's);
 with --perf FILE, a perf profile (cpu-clock) of netdevd over the pairs' creation. Runs inside
 Tests/Harness/in-netns.sh, like load.py (`make benchmark-paced`).
 """
@@ -58,6 +60,8 @@ def main():
                         help="milliseconds to wait after each `ip`, to send at the pace of a larger host")
     parser.add_argument("--delete", action="store_true",
                         help="also delete the pairs one `ip link del` at a time, and measure that apart")
+    parser.add_argument("--present", type=int, default=0, help="veth pairs made before netdevd starts")
+    parser.add_argument("--monitors", type=int, default=0, help="netdevctl monitor clients attached throughout")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd into this file")
     options = parser.parse_args()
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
@@ -66,10 +70,17 @@ def main():
     binary = os.path.realpath(options.binary)
     workdir, ctl, hooks = load.work_directory(binary, "paced")
     open(os.path.join(workdir, "netdevd.conf"), "w").close()
+    present = "".join(f"link add pp{i}a type veth peer name pp{i}b\n" for i in range(options.present))
+    if present:
+        began = time.monotonic()
+        subprocess.run(["ip", "-batch", "-"], input=present, text=True, check=True)
+        print(f"{options.present} pairs present, made in {time.monotonic() - began:.1f} s", flush=True)
     daemon = load.Daemon(binary, workdir, "main", hooks)
     profiler = None
+    monitors = []
     try:
         daemon.ready_seconds()
+        monitors = [load.MonitorClient(ctl, daemon.socket_path) for _ in range(options.monitors)]
         time.sleep(1)
         if options.perf:
             profiler = subprocess.Popen(
@@ -86,8 +97,11 @@ def main():
         if profiler:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
+        for monitor in monitors:
+            monitor.stop()
         daemon.stop()
-        subprocess.run(["ip", "-batch", "-"], input="".join(f"link del pc{i}a\n" for i in range(options.pairs)),
+        subprocess.run(["ip", "-batch", "-"], input="".join(f"link del pc{i}a\n" for i in range(options.pairs))
+                       + "".join(f"link del pp{i}a\n" for i in range(options.present)),
                        text=True, capture_output=True)
         shutil.rmtree(workdir, ignore_errors=True)
     width = max(len(name) for name in figures)
