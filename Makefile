@@ -142,7 +142,8 @@ benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
 
 # netdevd's CPU per kernel message when the messages trickle in (Benchmarks/Daemon/paced.py): PAIRS veth pairs made
 # one `ip` at a time. PACED_ARGS="--delete --interval 33": deleted one at a time too, a pair every 33 ms or more (as
-# the kernel sends them with 20,000 links present). As root.
+# the kernel sends them with 20,000 links present); "--present 5000" with 5,000 pairs made before netdevd starts;
+# "--monitors 10" with ten `netdevctl monitor` clients attached. As root.
 PAIRS ?= 300
 benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd

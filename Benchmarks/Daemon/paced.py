@@ -3,11 +3,11 @@
 time (about 1,000 messages a second here; the kernel sends some 500 a second with 20,000 links present), against
 the load harness's one `ip -batch` (several thousand a second at 1,000 links).
 
-Prints netdevd's CPU per message, the messages per wake-up of its loop's thread and that thread's CPU per wake-up;
-with --present P, P veth pairs made (one `ip -batch`) before netdevd starts, so that the same messages are measured
-on a larger host; with --monitors N, as many `netdevctl monitor --json=short --changes` clients attached throughout (as load.py's);
-with --perf FILE, a perf profile (cpu-clock) of netdevd over the pairs' creation. Runs inside
-Tests/Harness/in-netns.sh, like load.py (`make benchmark-paced`).
+Prints netdevd's CPU per message, the messages per wake-up of its loop's thread and that thread's CPU per wake-up,
+and each thread's context switches and CPU. With --present P, P veth pairs are made (one `ip -batch`) before netdevd
+starts, so that the same messages are measured on a larger host; with --monitors N, as many `netdevctl monitor
+--json=short --changes` clients are attached throughout (as load.py's); with --perf FILE, a perf profile (cpu-clock)
+of netdevd over the pairs' creation. Runs inside Tests/Harness/in-netns.sh, like load.py (`make benchmark-paced`).
 """
 
 import argparse

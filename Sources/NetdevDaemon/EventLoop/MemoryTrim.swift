@@ -18,13 +18,9 @@ import Glibc
 /// keep its cache, 5 s past it), and what pool threads do for clients counts as activity: the monitors' batches, and
 /// every client's replies once written (``VarlinkServer``'s `drained`).
 ///
-/// A note from another queue while the timer waits for a quiet second is only a time stored for the timer to read:
-/// going to the loop's queue for each woke the loop's thread once per batch the monitors were sent (on the main
-/// thread, where the loop runs, between the kernel's messages).
-///
 /// `@unchecked Sendable`: `armed`, `followUp` and `lastActivity` are read and written only on `queue`, where the
-/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first unless the timer waits
-/// for a quiet second; `noteQueued`, `waitingForQuiet` and `lastElsewhere` are atomic).
+/// timer fires and ``noteActivity()`` is called (``noteActivityElsewhere()`` goes there first, `noteQueued` being
+/// atomic).
 public final class MemoryTrim: @unchecked Sendable {
     /// From the last activity to the trim.
     private let quiet: UInt64
@@ -36,11 +32,6 @@ public final class MemoryTrim: @unchecked Sendable {
     private let trimHeap: @Sendable () -> Void
     /// A ``noteActivityElsewhere()`` is on its way to `queue`.
     private let noteQueued = Atomic<Bool>(false)
-    /// The timer is armed for the trim a quiet second after the last activity: a note from elsewhere need only store
-    /// its time in `lastElsewhere`, which the timer reads when it fires.
-    private let waitingForQuiet = Atomic<Bool>(false)
-    /// When something last happened on another queue (``PollerTimer/now()``).
-    private let lastElsewhere = Atomic<UInt64>(0)
     private var timer: PollerTimer?
     private var armed = false
     /// The timer is armed for the trim after the pool's threads have ended, not for the one after a quiet second.
@@ -68,10 +59,6 @@ public final class MemoryTrim: @unchecked Sendable {
     /// client's replies written out), maybe after the kernel's messages stopped: noted on the trim's queue,
     /// so the trim comes a quiet second later. One note at a time goes there, however many are made meanwhile.
     func noteActivityElsewhere() {
-        // Sequentially consistent, with `fired()`'s clearing of `waitingForQuiet` and reading of `lastElsewhere`: of
-        // this store and that read, or of that clearing and the load below, at least one sees the other.
-        lastElsewhere.store(PollerTimer.now(), ordering: .sequentiallyConsistent)
-        guard !waitingForQuiet.load(ordering: .sequentiallyConsistent) else { return }
         guard !noteQueued.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async {
             self.noteQueued.store(false, ordering: .releasing)
@@ -85,7 +72,6 @@ public final class MemoryTrim: @unchecked Sendable {
         guard !armed || followUp else { return }
         armed = true
         followUp = false
-        waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
         timer?.schedule(atUptimeNanoseconds: lastActivity + quiet)
     }
 
@@ -96,11 +82,9 @@ public final class MemoryTrim: @unchecked Sendable {
             trimHeap()
             return
         }
-        waitingForQuiet.store(false, ordering: .sequentiallyConsistent)
         let now = PollerTimer.now()
-        let due = max(lastActivity, lastElsewhere.load(ordering: .sequentiallyConsistent)) + quiet
+        let due = lastActivity + quiet
         if now < due {
-            waitingForQuiet.store(true, ordering: .sequentiallyConsistent)
             timer?.schedule(atUptimeNanoseconds: due)
             return
         }

@@ -9,15 +9,15 @@ import Glibc
 #endif
 
 /// The session's journal entries on their way to journald, off the loop queue (a send to journald blocks while
-/// journald's socket is full). The loop appends; the writer, a thread of its own asleep on a semaphore while
-/// nothing waits, is woken when it is idle and takes everything pending, so a burst costs a wake-up per batch it
-/// finds, not one per entry. The session's entries wake it only once the loop's queue has finished what it is doing
-/// (a block queued behind it), so that the entries of one pass of the loop are one batch: woken at the first, the
-/// writer took them one or two at a time as the loop made them (docs/PERFORMANCE.md). (Not a short delay to gather more: every Dispatch timer wakes libdispatch's manager
-/// thread twice, which cost more than the writes it batched. Not a Dispatch queue either: each wake-up was a block
-/// made on the loop's thread and freed on a pool thread, into that thread's cache of blocks, which went back to
-/// the heap only when the pool thread exited, 5 s after the burst, after netdevd had returned the burst's memory:
-/// the blocks scattered over the heap kept 1.8 MiB of it resident.)
+/// journald's socket is full). The loop appends; the writer, a thread of its own asleep on a semaphore while nothing
+/// waits, is woken when it is idle and takes everything pending, so a burst costs a wake-up per batch it finds, not one
+/// per entry. The session's entries wake it only once the loop's queue has finished what it is doing (a block queued
+/// behind it), so that the entries of one pass of the loop are one batch: woken at the first, the writer took them one
+/// or two at a time as the loop made them (docs/PERFORMANCE.md). (Not a short delay to gather more: every Dispatch
+/// timer wakes libdispatch's manager thread twice, which cost more than the writes it batched. Not a Dispatch queue
+/// either: each wake-up was a block made on the loop's thread and freed on a pool thread, into that thread's cache of
+/// blocks, which went back to the heap only when the pool thread exited, 5 s after the burst, after netdevd had
+/// returned the burst's memory: the blocks scattered over the heap kept 1.8 MiB of it resident.)
 ///
 /// Field names are normalised once per distinct name (the session uses a handful), not once per entry.
 ///
