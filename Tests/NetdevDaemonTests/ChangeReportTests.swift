@@ -121,6 +121,16 @@ final class ServedControl {
         server.stop()
         unlink(path)
     }
+
+    /// A monitor of the service reading on a thread of its own (a large receive buffer, so that it never holds a
+    /// send up), once its first state has come (up to 10 s).
+    func monitorWithFirstState() -> RawMonitor {
+        let monitor = RawMonitor(path: path, receiveBuffer: 4 << 20)
+        monitor.readUntilClosed(DispatchGroup())
+        let deadline = Date().addingTimeInterval(10)
+        while !monitor.hasSequence(1) && Date() < deadline { usleep(1_000) }
+        return monitor
+    }
 }
 
 @Suite("io.netdevd before the first model")
@@ -228,12 +238,9 @@ struct MonitorOrderingTests {
         var generator = SeededGenerator(seed: 9)
         let models = (1...80).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
         connection.accept(models[0])
-        let monitor = RawMonitor(path: served.path, receiveBuffer: 4 << 20)
+        let monitor = served.monitorWithFirstState()
         defer { close(monitor.fd) }
-        let done = DispatchGroup()
-        monitor.readUntilClosed(done)
         let deadline = Date().addingTimeInterval(10)
-        while !monitor.hasSequence(1) && Date() < deadline { usleep(1_000) }
         let readsBefore = monitor.readCount
         // A change every 2 ms: sent one by one, that is a write, and a read, per change.
         let began = Date()
@@ -268,12 +275,9 @@ struct MonitorPassTests {
         var generator = SeededGenerator(seed: 11)
         let models = (1...21).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
         loop.sync { connection.accept(models[0]) }
-        let monitor = RawMonitor(path: served.path, receiveBuffer: 4 << 20)
+        let monitor = served.monitorWithFirstState()
         defer { close(monitor.fd) }
-        let done = DispatchGroup()
-        monitor.readUntilClosed(done)
         let deadline = Date().addingTimeInterval(10)
-        while !monitor.hasSequence(1) && Date() < deadline { usleep(1_000) }
         loop.sync { connection.accept(models[1]) }
         while !monitor.hasSequence(2) && Date() < deadline { usleep(1_000) }
         // Quiet for longer than the send interval since that send: the next change is due to go at once.
