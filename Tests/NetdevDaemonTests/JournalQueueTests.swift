@@ -171,11 +171,16 @@ struct JournalQueueTests {
         let loop = DispatchQueue(label: "netdevd.test.loop")
         let written = Locked<[String]>([])
         let queue = Self.sessionQueue(loop: loop, written: written)
-        let writtenByDrain = loop.sync { () -> [String] in
+        // Waited for with a bound: a drain that waits for the block behind it never returns, and fails here.
+        let writtenByDrain = Locked<[String]?>(nil)
+        let drained = DispatchSemaphore(value: 0)
+        loop.async {
             for number in 0..<3 { queue.append(Self.entry(number)) }
             queue.drain()
-            return written.withLock { $0 }
+            writtenByDrain.withLock { $0 = written.withLock { $0 } }
+            drained.signal()
         }
-        #expect(writtenByDrain == ["0", "1", "2"])
+        #expect(drained.wait(timeout: .now() + 10) == .success, "a drain on the loop's queue never returned")
+        #expect(writtenByDrain.withLock { $0 } == ["0", "1", "2"])
     }
 }

@@ -77,7 +77,6 @@ public final class ControlService: Sendable {
 
     /// Told when a batch of changes has gone to the monitors, on the monitors' queue: the models it held are free.
     private let batchSent: @Sendable () -> Void
-
     /// The queue models are published on, or `nil`; see ``init(metricsReply:hookCounts:refused:batchSent:loopQueue:)``.
     private let loopQueue: DispatchQueue?
 
@@ -147,11 +146,12 @@ public final class ControlService: Sendable {
         }
         for call in parked { call(model) }
         answerReloads(model)
-        if let sendAt, sendAt > .now() {
+        guard let sendAt else { return }
+        if sendAt > .now() {
             monitorQueue.asyncAfter(deadline: sendAt) { [self] in sendUnsent() }
-        } else if sendAt != nil, let loopQueue {
+        } else if let loopQueue {
             loopQueue.async { [self] in monitorQueue.async { [self] in sendUnsent() } }
-        } else if sendAt != nil {
+        } else {
             monitorQueue.async { [self] in sendUnsent() }
         }
     }
