@@ -33,15 +33,11 @@ public final class ControlService: Sendable {
         var unsent: [(previous: Model, model: Model)] = []
         /// The monitor queue has been asked to send `unsent` and has not taken it yet.
         var sendQueued = false
-        /// When the monitor queue last took `unsent`; `nil` before the first send (a time of 0 is now to Dispatch).
-        var lastSend: DispatchTime?
+        /// When the monitor queue last took `unsent`, and the least time until it takes it again.
+        var pacing = MonitorPacing(
+            shortestMilliseconds: monitorSendIntervalMilliseconds,
+            longestMilliseconds: monitorLongestSendIntervalMilliseconds)
     }
-
-    /// The least time between two sends to the monitors, in milliseconds. A change after a quiet spell goes at once;
-    /// while changes keep coming, those of each interval go in one write per monitor. Each send wakes the monitor
-    /// queue and every monitor's client: at 20,000 links, where a burst's events trickle in for minutes, a send
-    /// every 10 ms held 1 to 4 changes and 10 monitors' sends cost 84 µs each (docs/PERFORMANCE.md).
-    public static let monitorSendIntervalMilliseconds = 50
 
     /// The most changes whose storage the monitor queue hands back for the next batch: 8 pairs of models, 10 KB
     /// (a batch that large costs far more than allocating it).
@@ -141,8 +137,9 @@ public final class ControlService: Sendable {
             state.unsent.append((latest, model))
             guard !state.sendQueued else { return (state.parked, nil) }
             state.sendQueued = true
-            let interval = DispatchTimeInterval.milliseconds(Self.monitorSendIntervalMilliseconds)
-            return (state.parked, max(.now(), state.lastSend.map { $0 + interval } ?? .now()))
+            let now = DispatchTime.now()
+            let sendAt = state.pacing.sendTime(publishedAt: now.uptimeNanoseconds)
+            return (state.parked, sendAt > now.uptimeNanoseconds ? DispatchTime(uptimeNanoseconds: sendAt) : now)
         }
         for call in parked { call(model) }
         answerReloads(model)
@@ -165,7 +162,7 @@ public final class ControlService: Sendable {
         var writer = withState { state in
             swap(&batch, &state.unsent)
             state.sendQueued = false
-            state.lastSend = .now()
+            state.pacing.sent(at: DispatchTime.now().uptimeNanoseconds)
             return state.changeWriter
         }
         var replies = ContinuingReplies()
