@@ -14,7 +14,7 @@ import Testing
 struct MonitorPacingTests {
     static let millisecond: UInt64 = 1_000_000
 
-    @Test("a change after a quiet spell goes at once; each send a change waited for doubles the wait, up to the longest")
+    @Test("a change after a quiet spell goes at once; each send a change waited for doubles the wait, up to a longest")
     func doublesAndResets() {
         let ms = Self.millisecond
         var pacing = MonitorPacing(shortestMilliseconds: 50, longestMilliseconds: 250)
