@@ -7,9 +7,9 @@ extension ControlService {
 
     /// The longest time between two sends while changes keep coming: each send a change waited for doubles the
     /// interval, up to this (``MonitorPacing``). What it costs: while the kernel streams, a change reaches the
-    /// monitors up to this much after the loop took it. 1,000 links in one `ip -batch` with 10 monitors: the monitors'
-    /// threads switched 232-269 times for the create (644-646 at 50 ms always) and every link was listed 0.017 s after
-    /// `ip -batch` returned (0.13 s) (docs/PERFORMANCE.md).
+    /// monitors up to this much after the loop took it. 20,000 links in one `ip -batch` with 10 monitors: the pool's
+    /// threads (the monitors' queue and their connections) switched 10,985 / 18,281 times for the create / delete and
+    /// took 2.26 / 1.73 s, against 17,560 / 30,509 and 2.49 / 2.32 s at 50 ms always (docs/PERFORMANCE.md).
     public static let monitorLongestSendIntervalMilliseconds = 250
 }
 
