@@ -281,7 +281,7 @@ struct MonitorPassTests {
         loop.sync { connection.accept(models[1]) }
         while !monitor.hasSequence(2) && Date() < deadline { usleep(1_000) }
         // Quiet for longer than the send interval since that send: the next change is due to go at once.
-        usleep(UInt32(ControlService.monitorSendIntervalMilliseconds * 3_000))
+        usleep(UInt32(ControlService.monitorSendIntervalMilliseconds * 2_000))
         let batchesBefore = batches.withLock { $0 }
         loop.sync {
             for model in models.dropFirst(2) {

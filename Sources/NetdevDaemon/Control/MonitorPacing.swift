@@ -34,15 +34,16 @@ struct MonitorPacing: Sendable, Equatable {
         interval = shortest
     }
 
-    /// When to send a change published at `now`, no send being due yet: `now`, or the end of the interval after the
-    /// last send (and the next interval is then twice as long, up to the longest).
+    /// When to send a change published at `now`, no send being due yet: `now` after a quiet spell (and the interval
+    /// is the shortest again) or once the interval since the last send has passed; otherwise the end of that interval
+    /// (and the next interval is then twice as long, up to the longest).
     mutating func sendTime(publishedAt now: UInt64) -> UInt64 {
         guard let lastSend else { return now }
-        guard now < lastSend &+ interval &+ shortest else {
+        guard now < lastSend + interval + shortest else {
             interval = shortest
             return now
         }
-        let due = lastSend &+ interval
+        let due = lastSend + interval
         guard due > now else { return now }
         interval = min(interval * 2, longest)
         return due
