@@ -1,6 +1,7 @@
 import Foundation
 import KernelTestSupport
 import Locking
+import MobiusCore
 import NetdevDaemon
 import NetdevSession
 import NetdevWire
@@ -122,6 +123,19 @@ final class ServedControl {
         unlink(path)
     }
 
+    /// What ``monitoredStream(models:seed:)`` sets up.
+    typealias MonitoredStream = (connection: Connection<Model>, models: [Model], monitor: RawMonitor)
+
+    /// The service connected as the loop's view, `count` random models made from `seed` with the first of them
+    /// published, and a monitor that has its first state; the caller disposes of the connection and closes the monitor.
+    func monitoredStream(models count: Int, seed: UInt64) -> MonitoredStream {
+        let connection = service.view.connect { _ in }
+        var generator = SeededGenerator(seed: seed)
+        let models = (1...count).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
+        connection.accept(models[0])
+        return (connection, models, monitorWithFirstState())
+    }
+
     /// A monitor of the service reading on a thread of its own (a large receive buffer, so that it never holds a
     /// send up), once its first state has come (up to 10 s).
     func monitorWithFirstState() -> RawMonitor {
@@ -233,13 +247,11 @@ struct MonitorOrderingTests {
     func burstCoalesced() throws {
         let served = try ServedControl()
         defer { withExtendedLifetime(served) {} }
-        let connection = served.service.view.connect { _ in }
-        defer { connection.dispose() }
-        var generator = SeededGenerator(seed: 9)
-        let models = (1...80).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
-        connection.accept(models[0])
-        let monitor = served.monitorWithFirstState()
-        defer { close(monitor.fd) }
+        let (connection, models, monitor) = served.monitoredStream(models: 80, seed: 9)
+        defer {
+            connection.dispose()
+            close(monitor.fd)
+        }
         let deadline = Date().addingTimeInterval(10)
         let readsBefore = monitor.readCount
         // A change every 2 ms: sent one by one, that is a write, and a read, per change.

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import KernelTestSupport
 import Locking
 import NetdevSession
 import NetdevWire
@@ -57,13 +56,11 @@ struct MonitorPacingTests {
             sends.withLock { $0.append(DispatchTime.now().uptimeNanoseconds) }
         })
         defer { withExtendedLifetime(served) {} }
-        let connection = served.service.view.connect { _ in }
-        defer { connection.dispose() }
-        var generator = SeededGenerator(seed: 13)
-        let models = (1...243).map { ChangeReportTests.randomModel(sequence: $0, using: &generator) }
-        connection.accept(models[0])
-        let monitor = served.monitorWithFirstState()
-        defer { close(monitor.fd) }
+        let (connection, models, monitor) = served.monitoredStream(models: 243, seed: 13)
+        defer {
+            connection.dispose()
+            close(monitor.fd)
+        }
         let deadline = Date().addingTimeInterval(20)
         // A change every 5 ms for 1.2 s.
         let began = DispatchTime.now().uptimeNanoseconds
