@@ -115,12 +115,13 @@ public final class ControlService: Sendable {
         }
     }
 
-    /// Sends every monitor what changed, built from what the session noted changed (``Model/lastChange``), so a
-    /// change costs the same at 20,000 links as at 10. Changes published while the monitor queue is busy go out
-    /// together, at most one send per ``monitorSendIntervalMilliseconds`` and further apart while changes keep coming
-    /// (``MonitorPacing``): each monitor gets one write for what piled up in a burst, not one per change. Replies are queued under the lock that registers monitors, so a monitor
-    /// gets its first state before any change, and skips the changes its first state already holds. Models from
-    /// before the first enumeration finished (no links yet) are not published: a call made then waits.
+    /// Sends every monitor what changed, built from what the session noted changed (``Model/lastChange``), so a change
+    /// costs the same at 20,000 links as at 10. Changes published while the monitor queue is busy go out together, at
+    /// most one send per ``monitorSendIntervalMilliseconds`` and further apart while changes keep coming
+    /// (``MonitorPacing``): each monitor gets one write for what piled up in a burst, not one per change. Replies are
+    /// queued under the lock that registers monitors, so a monitor gets its first state before any change, and skips
+    /// the changes its first state already holds. Models from before the first enumeration finished (no links yet) are
+    /// not published: a call made then waits.
     func publish(_ model: Model) {
         guard model.isEnumerated else { return }
         let (parked, sendAt) = withState { state -> ([@Sendable (Model) -> Void], DispatchTime?) in
