@@ -181,7 +181,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         }
         var model = runningModel()
         for message in messages {
-            for event in KernelValues.events(message) {
+            if let event = KernelValues.event(message) {
                 model = Session.update(model, event).model ?? model
             }
             // What the message said is what the model holds.

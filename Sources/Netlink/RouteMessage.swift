@@ -64,30 +64,41 @@ public enum RouteMessageParser {
                 if code != 0 {
                     parsed.errorCode = code
                 }
-            case Kernel.RTM_NEWLINK:
-                parsed.messages.append(.newLink(try NetlinkLink.parse(reader, frame)))
-            case Kernel.RTM_DELLINK:
-                parsed.messages.append(.deletedLink(try NetlinkLink.parse(reader, frame)))
-            case Kernel.RTM_NEWADDR:
-                if let address = try NetlinkAddress.parse(reader, frame) {
-                    parsed.messages.append(.newAddress(address))
-                }
-            case Kernel.RTM_DELADDR:
-                if let address = try NetlinkAddress.parse(reader, frame) {
-                    parsed.messages.append(.deletedAddress(address))
-                }
-            case Kernel.RTM_NEWROUTE:
-                if let route = try NetlinkRoute.parse(reader, frame) {
-                    parsed.messages.append(.newRoute(route))
-                }
-            case Kernel.RTM_DELROUTE:
-                if let route = try NetlinkRoute.parse(reader, frame) {
-                    parsed.messages.append(.deletedRoute(route))
-                }
             default:
-                break
+                if let message = try message(reader, frame) { parsed.messages.append(message) }
             }
         }
         return parsed
+    }
+
+    /// Appends the link, address and route messages in `reader` (one datagram) to `messages`, as the watcher reads
+    /// them: into an array it keeps from read to read, with no array or set made per datagram. A malformed
+    /// datagram appends nothing.
+    static func appendMessages(in reader: ByteReader, to messages: inout [RouteMessage]) throws(NetlinkParseError) {
+        let frames = try NetlinkFrame.split(reader)
+        let count = messages.count
+        do throws(NetlinkParseError) {
+            for frame in frames {
+                if let message = try message(reader, frame) { messages.append(message) }
+            }
+        } catch {
+            messages.removeSubrange(count...)
+            throw error
+        }
+    }
+
+    /// The message `frame` holds, if it is a link, or an IPv4/IPv6 address or route.
+    private static func message(
+        _ reader: ByteReader, _ frame: NetlinkFrame
+    ) throws(NetlinkParseError) -> RouteMessage? {
+        switch frame.type {
+        case Kernel.RTM_NEWLINK: .newLink(try NetlinkLink.parse(reader, frame))
+        case Kernel.RTM_DELLINK: .deletedLink(try NetlinkLink.parse(reader, frame))
+        case Kernel.RTM_NEWADDR: try NetlinkAddress.parse(reader, frame).map(RouteMessage.newAddress)
+        case Kernel.RTM_DELADDR: try NetlinkAddress.parse(reader, frame).map(RouteMessage.deletedAddress)
+        case Kernel.RTM_NEWROUTE: try NetlinkRoute.parse(reader, frame).map(RouteMessage.newRoute)
+        case Kernel.RTM_DELROUTE: try NetlinkRoute.parse(reader, frame).map(RouteMessage.deletedRoute)
+        default: nil
+        }
     }
 }

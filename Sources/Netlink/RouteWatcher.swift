@@ -57,8 +57,21 @@ public final class RouteWatcher: Sendable {
 
     /// Reads the datagrams pending now, at most `maximum` of them, without blocking.
     public func readAvailable(upTo maximum: Int = .max) throws(NetlinkError) -> RouteWatchBatch {
-        let outcome: Result<RouteWatchBatch, SystemCallError> = socket.withLock { socket in
-            var batch = RouteWatchBatch()
+        var messages: [RouteMessage] = []
+        let read = try readAvailable(upTo: maximum, appendingTo: &messages)
+        var batch = RouteWatchBatch(messages: messages, overflowed: read.overflowed, malformed: read.malformed)
+        batch.drained = read.drained
+        return batch
+    }
+
+    /// Reads the datagrams pending now, at most `maximum` of them, without blocking, and appends their messages to
+    /// `messages`: an array the caller keeps from read to read grows once, not at every read. On a thrown error the
+    /// messages appended so far stay in `messages`.
+    public func readAvailable(
+        upTo maximum: Int = .max, appendingTo messages: inout [RouteMessage]
+    ) throws(NetlinkError) -> RouteWatchRead {
+        let outcome: Result<RouteWatchRead, SystemCallError> = socket.withLock { socket in
+            var read = RouteWatchRead()
             for _ in 0..<maximum {
                 let received: Received
                 do throws(SystemCallError) {
@@ -68,25 +81,36 @@ public final class RouteWatcher: Sendable {
                 }
                 switch received {
                 case .nothing:
-                    batch.drained = true
-                    return .success(batch)
+                    read.drained = true
+                    return .success(read)
                 case .overflow:
-                    batch.overflowed = true
+                    read.overflowed = true
                 case .bytes(let reader):
                     do throws(NetlinkParseError) {
-                        let messages = try RouteMessageParser.parseBuffer(reader).messages
-                        // Most reads are the batch's first: its array is taken as it is, not copied.
-                        if batch.messages.isEmpty { batch.messages = messages } else { batch.messages += messages }
+                        try RouteMessageParser.appendMessages(in: reader, to: &messages)
                     } catch {
-                        batch.malformed.append(error)
+                        read.malformed.append(error)
                     }
                 }
             }
-            return .success(batch)
+            return .success(read)
         }
         switch outcome {
-        case .success(let batch): return batch
+        case .success(let read): return read
         case .failure(let error): throw .system(error)
         }
     }
+}
+
+/// What one read of a ``RouteWatcher`` met besides the messages it appended.
+public struct RouteWatchRead: Sendable, Equatable {
+    /// `true` when messages were lost (as in ``RouteWatchBatch/overflowed``): the view must be rebuilt from a dump.
+    public var overflowed = false
+    /// Datagrams that could not be parsed; the others are still appended.
+    public var malformed: [NetlinkParseError] = []
+    /// `true` when the socket had nothing more to read; `false` when the read stopped at its limit.
+    public var drained = false
+
+    /// A read that met nothing yet.
+    public init() {}
 }

@@ -121,17 +121,31 @@ public final class UdevMonitor: Sendable {
 
     /// Reads the events pending now, at most `maximum` of them (and the overflows met), without blocking.
     public func readAvailable(upTo maximum: Int = .max) throws(SystemCallError) -> UdevBatch {
-        let outcome: Result<UdevBatch, SystemCallError> = handle.withLock { handle in
-            var batch = UdevBatch()
-            while batch.devices.count < maximum {
+        var devices: [UdevDevice] = []
+        let read = try readAvailable(upTo: maximum, appendingTo: &devices)
+        var batch = UdevBatch(devices: devices, overflowed: read.overflowed)
+        batch.drained = read.drained
+        return batch
+    }
+
+    /// Reads the events pending now, at most `maximum` of them (and the overflows met), without blocking, and
+    /// appends their devices to `devices`: an array the caller keeps from read to read grows once, not at every
+    /// read. On a thrown error the devices appended so far stay in `devices`.
+    public func readAvailable(
+        upTo maximum: Int = .max, appendingTo devices: inout [UdevDevice]
+    ) throws(SystemCallError) -> UdevRead {
+        let outcome: Result<UdevRead, SystemCallError> = handle.withLock { handle in
+            var read = UdevRead()
+            var count = 0
+            while count < maximum {
                 errno = 0
                 guard let device = udev_monitor_receive_device(handle.monitor) else {
                     switch errno {
                     case 0, EAGAIN, EWOULDBLOCK:
-                        batch.drained = true
-                        return .success(batch)
+                        read.drained = true
+                        return .success(read)
                     case ENOBUFS:
-                        batch.overflowed = true
+                        read.overflowed = true
                     case EINTR:
                         continue
                     default:
@@ -139,13 +153,25 @@ public final class UdevMonitor: Sendable {
                     }
                     continue
                 }
-                batch.devices.append(UdevDevice(copying: device, received: true))
+                devices.append(UdevDevice(copying: device, received: true))
                 udev_device_unref(device)
+                count += 1
             }
-            return .success(batch)
+            return .success(read)
         }
         return try outcome.get()
     }
+}
+
+/// What one read of a ``UdevMonitor`` met besides the devices it appended.
+public struct UdevRead: Sendable, Equatable {
+    /// `true` when events were lost because the receive buffer was full (ENOBUFS): the caller must re-enumerate.
+    public var overflowed = false
+    /// `true` when the monitor had nothing more to read; `false` when the read stopped at its limit.
+    public var drained = false
+
+    /// A read that met nothing yet.
+    public init() {}
 }
 
 /// The libudev context and monitor, released together. Only used under the monitor's lock.

@@ -92,13 +92,13 @@ struct HoldOffTests {
         let source = ReadableEventSource(
             fileDescriptor: pipe.reader, queue: DispatchQueue(label: "hold-off-source-test"), holdOff: holdOff,
             failure: .monitorOverflowed(source: .netlink), problem: { _ in }
-        ) {
+        ) { _ in
             _ = pipe.drain()
             let count = reads.withLock { reads in
                 reads.append(PollerTimer.now())
                 return reads.count
             }
-            return ReadableEventSource.Reading([], drained: count != cutRead)
+            return ReadableEventSource.Reading(drained: count != cutRead)
         }
         let subscription = source.subscribe { _ in }
         defer { subscription.dispose() }
@@ -164,10 +164,10 @@ struct HoldOffTests {
             fileDescriptor: pipe.reader, queue: DispatchQueue(label: "hold-off-growth-test"),
             holdOff: .milliseconds(100), longestHoldOff: .milliseconds(400),
             failure: .monitorOverflowed(source: .netlink), problem: { _ in }
-        ) {
+        ) { _ in
             _ = pipe.drain()
             reads.withLock { $0.append(PollerTimer.now()) }
-            return ReadableEventSource.Reading([], drained: true)
+            return ReadableEventSource.Reading(drained: true)
         }
         let subscription = source.subscribe { _ in }
         defer { subscription.dispose() }

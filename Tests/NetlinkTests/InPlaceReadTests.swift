@@ -33,4 +33,23 @@ struct InPlaceReadTests {
             try RouteMessageParser.parseBuffer(ByteReader(bytes: buffer, count: current.count))
         }
     }
+
+    @Test("datagrams appended to the watcher's kept array follow what it holds; a malformed one appends nothing")
+    func appendedToKeptArray() throws {
+        let address = try fixture("newaddr4.bin")
+        let link = try fixture("newlink.bin")
+        var messages = try RouteMessageParser.parse(link)
+        let held = messages
+        try RouteMessageParser.appendMessages(in: ByteReader(bytes: address + link), to: &messages)
+        #expect(messages == held + (try RouteMessageParser.parse(address)) + held)
+        let before = messages
+        // A good address message, then one whose first attribute overruns it: the datagram's frames are whole, the
+        // second message is not, and neither is appended.
+        var overrun = address
+        overrun.withUnsafeMutableBytes { $0.storeBytes(of: UInt16(200), toByteOffset: 24, as: UInt16.self) }
+        #expect(throws: NetlinkParseError.self) {
+            try RouteMessageParser.appendMessages(in: ByteReader(bytes: address + overrun), to: &messages)
+        }
+        #expect(messages == before)
+    }
 }

@@ -252,7 +252,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
         return ReadableEventSource(
             fileDescriptor: fd, queue: queue, holdOff: restartWatchHoldOff, failure: .monitorOverflowed(source: .udev),
             problem: problem
-        ) {
+        ) { _ in
             // udevd makes and removes /run/udev/queue around every busy spell: read at most once a second in a burst.
             var events: [Inotify.Event] = []
             Inotify.read(fd) { events += Inotify.events(in: $0) }
@@ -274,7 +274,7 @@ public final class DeviceEventSource: EventSource, @unchecked Sendable {
             } else if unsure {
                 appeared(nil)
             }
-            return ReadableEventSource.Reading([], drained: true)
+            return ReadableEventSource.Reading(drained: true)
         }
     }
 

@@ -51,23 +51,23 @@ public enum KernelValues {
         return DefaultRoute(family: family(route.family), gateway: route.gateway, metric: route.metric.map(Int.init))
     }
 
-    /// The session events a netlink message means (none for routes that are not main-table defaults).
-    public static func events(_ message: RouteMessage) -> [Event] {
+    /// The session event a netlink message means (none for routes that are not main-table defaults).
+    public static func event(_ message: RouteMessage) -> Event? {
         switch message {
         case .newLink(let link):
-            return [.linkChanged(linkState(link))]
+            return .linkChanged(linkState(link))
         case .deletedLink(let link):
-            return [.linkRemoved(index: link.index)]
+            return .linkRemoved(index: link.index)
         case .newAddress(let address):
-            return [.addressAdded(index: address.interfaceIndex, self.address(address))]
+            return .addressAdded(index: address.interfaceIndex, self.address(address))
         case .deletedAddress(let address):
-            return [.addressRemoved(index: address.interfaceIndex, self.address(address))]
+            return .addressRemoved(index: address.interfaceIndex, self.address(address))
         case .newRoute(let route):
-            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return [] }
-            return [.defaultRouteAdded(index: index, value)]
+            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return nil }
+            return .defaultRouteAdded(index: index, value)
         case .deletedRoute(let route):
-            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return [] }
-            return [.defaultRouteRemoved(index: index, value)]
+            guard let index = route.outputInterfaceIndex, let value = defaultRoute(route) else { return nil }
+            return .defaultRouteRemoved(index: index, value)
         }
     }
 

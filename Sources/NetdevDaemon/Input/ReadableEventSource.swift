@@ -13,8 +13,9 @@ import Glibc
 public typealias SourceProblem = @Sendable (String) -> Void
 
 /// Events read from a non-blocking file descriptor whenever it is readable: the shape of both monitors.
-/// `read` drains what is pending and returns the events it means; a thrown error is reported through `problem`
-/// and becomes `failure`, because a monitor that cannot read has lost events.
+/// `read` reads what is pending and hands each event it means to `deliver`, which passes it on at once (no array of
+/// a read's events is made); a thrown error is reported through `problem` and becomes `failure`, because a monitor
+/// that cannot read has lost events.
 ///
 /// A readiness after a quiet spell is read at once. With a hold-off (the kernel's monitors have one), a source read
 /// again within its hold-off plus the shortest one after its last read (messages are streaming in) is watched again
@@ -26,19 +27,23 @@ public typealias SourceProblem = @Sendable (String) -> Void
 /// not a Dispatch source (whose every event wakes libdispatch's manager thread twice); a Dispatch source only if the
 /// poller cannot be had (and then with no hold-off).
 public final class ReadableEventSource: EventSource {
-    /// What one read found: the events, and whether the descriptor had nothing more (`false`: the read stopped at
-    /// its limit, and more is waiting).
+    /// How one read ended: whether the descriptor had nothing more (`false`: the read stopped at its limit, and more
+    /// is waiting).
     public struct Reading: Sendable {
-        /// The events read, in order.
-        public var events: [Event]
         /// Whether the descriptor had nothing more to read.
         public var drained: Bool
 
         /// A read's result.
-        public init(_ events: [Event], drained: Bool) {
-            self.events = events
+        public init(drained: Bool) {
             self.drained = drained
         }
+    }
+
+    /// An array a source's read keeps from one read to the next, so that a read appends into storage already made
+    /// rather than growing a new array by doubling (glibc's allocator then consolidates its free chunks at each
+    /// block past 1 KiB). `@unchecked Sendable`: used only in the source's read, on its queue.
+    final class ReadBuffer<Element>: @unchecked Sendable {
+        var elements: [Element] = []
     }
 
     /// How long the kernel's monitors wait, after a read while messages stream in, before they are watched again,
@@ -59,7 +64,7 @@ public final class ReadableEventSource: EventSource {
     private let queue: DispatchQueue
     /// The shortest and longest hold-off in nanoseconds (0: none).
     private let holdOff: HoldOff
-    private let read: @Sendable () throws -> Reading
+    private let read: @Sendable (_ deliver: (Event) -> Void) throws -> Reading
     private let failure: Event
     private let problem: SourceProblem
     private let trim: MemoryTrim?
@@ -75,7 +80,7 @@ public final class ReadableEventSource: EventSource {
         trim: MemoryTrim? = nil,
         failure: Event,
         problem: @escaping SourceProblem,
-        read: @escaping @Sendable () throws -> Reading
+        read: @escaping @Sendable (_ deliver: (Event) -> Void) throws -> Reading
     ) {
         self.fileDescriptor = fileDescriptor
         self.queue = queue
@@ -109,11 +114,12 @@ public final class ReadableEventSource: EventSource {
             let streaming = now - subscription.lastRead < held + holdOff.shortest
             subscription.lastRead = now
             do {
-                let reading = try read()
-                for event in reading.events {
+                var events = 0
+                let reading = try read { event in
                     consumer(event)
+                    events += 1
                 }
-                subscription.holdOff = holdOff.next(after: held, streaming: streaming, events: reading.events.count)
+                subscription.holdOff = holdOff.next(after: held, streaming: streaming, events: events)
                 return reading.drained && streaming ? held : 0
             } catch {
                 problem("\(error)")
@@ -202,16 +208,20 @@ extension ReadableEventSource {
     )
         -> ReadableEventSource
     {
-        ReadableEventSource(
+        let devices = ReadBuffer<UdevDevice>()
+        return ReadableEventSource(
             fileDescriptor: monitor.fileDescriptor, queue: queue, holdOff: monitorHoldOff,
             longestHoldOff: monitorLongestHoldOff, trim: trim,
             failure: .monitorOverflowed(source: .udev),
             problem: problem
-        ) {
-            let batch = try monitor.readAvailable(upTo: readLimit)
-            return Reading(
-                batch.devices.map(KernelValues.event) + (batch.overflowed ? [.monitorOverflowed(source: .udev)] : []),
-                drained: batch.drained)
+        ) { deliver in
+            defer { devices.elements.removeAll(keepingCapacity: true) }
+            let read = try monitor.readAvailable(upTo: readLimit, appendingTo: &devices.elements)
+            for device in devices.elements {
+                deliver(KernelValues.event(device))
+            }
+            if read.overflowed { deliver(.monitorOverflowed(source: .udev)) }
+            return Reading(drained: read.drained)
         }
     }
 
@@ -224,21 +234,24 @@ extension ReadableEventSource {
     )
         -> ReadableEventSource
     {
-        ReadableEventSource(
+        let messages = ReadBuffer<RouteMessage>()
+        return ReadableEventSource(
             fileDescriptor: watcher.fileDescriptor, queue: queue, holdOff: monitorHoldOff,
             longestHoldOff: monitorLongestHoldOff, trim: trim,
             failure: .monitorOverflowed(source: .netlink),
             problem: problem
-        ) {
-            let batch = try watcher.readAvailable(upTo: readLimit)
-            for malformed in batch.malformed {
+        ) { deliver in
+            defer { messages.elements.removeAll(keepingCapacity: true) }
+            let read = try watcher.readAvailable(upTo: readLimit, appendingTo: &messages.elements)
+            for malformed in read.malformed {
                 problem("ignored a malformed rtnetlink message: \(malformed)")
             }
-            let lost = batch.overflowed || !batch.malformed.isEmpty
-            if let linksAnnounced, batch.messages.contains(where: \.isLink) { linksAnnounced() }
-            return Reading(
-                batch.messages.flatMap(KernelValues.events) + (lost ? [.monitorOverflowed(source: .netlink)] : []),
-                drained: batch.drained)
+            if let linksAnnounced, messages.elements.contains(where: \.isLink) { linksAnnounced() }
+            for message in messages.elements {
+                if let event = KernelValues.event(message) { deliver(event) }
+            }
+            if read.overflowed || !read.malformed.isEmpty { deliver(.monitorOverflowed(source: .netlink)) }
+            return Reading(drained: read.drained)
         }
     }
 }
