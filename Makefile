@@ -6,7 +6,7 @@ SHELL := /bin/bash
 # Debian packages the build needs; installed with apt-get when missing.
 APT_PACKAGES ?= pkg-config libudev-dev libsystemd-dev udev iproute2
 
-.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-daemon benchmark-paced benchmark-burst soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
+.PHONY: all deps build run test test-unit test-servers test-kernel test-tsan lint format docs benchmark benchmark-deps benchmark-daemon benchmark-paced benchmark-burst soak benchmark-dispatchers benchmark-handwritten benchmark-large-host benchmark-replay order-file fuzz clean
 
 all: build
 
@@ -136,7 +136,11 @@ $(STATIC_CXX)/libstdc++.so:
 	mkdir -p $(STATIC_CXX)
 	echo "INPUT($$(clang -print-file-name=libstdc++.a))" > $@
 
-benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
+# The load benchmarks drop the test links' own IPv6 packets with nftables (Benchmarks/Daemon/load.py, ipv6_ingress).
+benchmark-deps:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(APT_PACKAGES) nftables"
+
+benchmark-daemon: benchmark-deps test-servers $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/load.py --binary .build/release/netdevd --links $(LINKS) $(LOAD_ARGS)
 
@@ -145,7 +149,7 @@ benchmark-daemon: deps test-servers $(STATIC_CXX)/libstdc++.so
 # the kernel sends them with 20,000 links present); "--present 5000" with 5,000 pairs made before netdevd starts;
 # "--monitors 10" with ten `netdevctl monitor` clients attached. As root.
 PAIRS ?= 300
-benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
+benchmark-paced: benchmark-deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/paced.py --binary .build/release/netdevd --pairs $(PAIRS) $(PACED_ARGS)
 
@@ -153,7 +157,7 @@ benchmark-paced: deps $(STATIC_CXX)/libstdc++.so
 # context switches per thread and the anonymous RSS after it; BURST_ARGS passes --monitors N, --perf FILE (the loop's
 # thread over the delete), --tunables T. Quicker than benchmark-daemon, for comparing builds. As root.
 BURST_PAIRS ?= 2500
-benchmark-burst: deps $(STATIC_CXX)/libstdc++.so
+benchmark-burst: benchmark-deps $(STATIC_CXX)/libstdc++.so
 	$(SWIFT) build $(RELEASE_FLAGS) --product netdevd
 	Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/burst.py --binary .build/release/netdevd --pairs $(BURST_PAIRS) $(BURST_ARGS)
 

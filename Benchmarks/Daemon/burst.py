@@ -7,6 +7,7 @@ context switches and CPU of each of netdevd's threads, and netdevd's anonymous R
   Tests/Harness/in-netns.sh python3 Benchmarks/Daemon/burst.py --binary B --pairs 2500 [--monitors 10]
       [--perf FILE]  (a perf profile of the loop's thread over the delete burst, DWARF call graphs)
       [--tunables T] (GLIBC_TUNABLES for netdevd instead of the unit's)
+      [--route-ipv6] (route the test links' IPv6 packets rather than drop them: see load.ipv6_ingress)
 """
 
 import argparse
@@ -26,7 +27,9 @@ def main():
     parser.add_argument("--monitors", type=int, default=0)
     parser.add_argument("--perf", help="perf profile of the loop's thread over the delete burst")
     parser.add_argument("--tunables", help="GLIBC_TUNABLES for netdevd")
+    load.ipv6_ingress_option(parser)
     options = parser.parse_args()
+    print(f"IPv6 packets entering the namespace: {load.ipv6_ingress(options.route_ipv6)}", flush=True)
     load.PAIRS = options.pairs
     if options.tunables is not None:
         load.UNIT_ENVIRONMENT["GLIBC_TUNABLES"] = options.tunables

@@ -63,9 +63,11 @@ def main():
     parser.add_argument("--present", type=int, default=0, help="veth pairs made before netdevd starts")
     parser.add_argument("--monitors", type=int, default=0, help="netdevctl monitor clients attached throughout")
     parser.add_argument("--perf", help="record a perf profile (cpu-clock) of netdevd into this file")
+    load.ipv6_ingress_option(parser)
     options = parser.parse_args()
     if not os.environ.get("NETDEVD_TEST_HARNESS"):
         sys.exit("paced.py runs inside Tests/Harness/in-netns.sh (make benchmark-paced)")
+    print(f"IPv6 packets entering the namespace: {load.ipv6_ingress(options.route_ipv6)}", flush=True)
 
     binary = os.path.realpath(options.binary)
     workdir, ctl, hooks = load.work_directory(binary, "paced")
