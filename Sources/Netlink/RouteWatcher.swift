@@ -21,6 +21,12 @@ public struct RouteWatchBatch: Sendable, Equatable {
         self.overflowed = overflowed
         self.malformed = malformed
     }
+
+    /// The messages a read appended, with what else it met.
+    public init(messages: [RouteMessage], read: RouteWatchRead) {
+        self.init(messages: messages, overflowed: read.overflowed, malformed: read.malformed)
+        drained = read.drained
+    }
 }
 
 /// Watches rtnetlink for link, IPv4/IPv6 address and IPv4/IPv6 route changes on a socket of its own.
@@ -59,9 +65,7 @@ public final class RouteWatcher: Sendable {
     public func readAvailable(upTo maximum: Int = .max) throws(NetlinkError) -> RouteWatchBatch {
         var messages: [RouteMessage] = []
         let read = try readAvailable(upTo: maximum, appendingTo: &messages)
-        var batch = RouteWatchBatch(messages: messages, overflowed: read.overflowed, malformed: read.malformed)
-        batch.drained = read.drained
-        return batch
+        return RouteWatchBatch(messages: messages, read: read)
     }
 
     /// Reads the datagrams pending now, at most `maximum` of them, without blocking, and appends their messages to

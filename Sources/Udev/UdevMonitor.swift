@@ -37,6 +37,12 @@ public struct UdevBatch: Sendable, Equatable {
         self.devices = devices
         self.overflowed = overflowed
     }
+
+    /// The devices a read appended, with what else it met.
+    public init(devices: [UdevDevice], read: UdevRead) {
+        self.init(devices: devices, overflowed: read.overflowed)
+        drained = read.drained
+    }
 }
 
 /// A udev monitor: uevents of chosen subsystems from udevd or the kernel, as ``UdevDevice`` values.
@@ -123,9 +129,7 @@ public final class UdevMonitor: Sendable {
     public func readAvailable(upTo maximum: Int = .max) throws(SystemCallError) -> UdevBatch {
         var devices: [UdevDevice] = []
         let read = try readAvailable(upTo: maximum, appendingTo: &devices)
-        var batch = UdevBatch(devices: devices, overflowed: read.overflowed)
-        batch.drained = read.drained
-        return batch
+        return UdevBatch(devices: devices, read: read)
     }
 
     /// Reads the events pending now, at most `maximum` of them (and the overflows met), without blocking, and
