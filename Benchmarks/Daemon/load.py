@@ -993,6 +993,9 @@ def ipv6_ingress(route):
     them either way), so what is measured is netdevd's own work. Needs `nft` (Debian's nftables)."""
     if route:
         return "routed (--route-ipv6): the route lookups' softirqs count as netdevd's CPU"
+    # The rule drops every IPv6 packet the namespace receives: never in the host's.
+    if not os.environ.get("NETDEVD_TEST_HARNESS"):
+        sys.exit("the IPv6 drop is only made inside Tests/Harness/in-netns.sh (run the benchmark through it or make)")
     if not shutil.which("nft"):
         sys.exit("nft not found: install nftables (make benchmark-daemon does), or pass --route-ipv6 to measure "
                  "with the kernel's route lookups counted as netdevd's CPU")
