@@ -26,6 +26,11 @@ final class NetDeviceReader {
     /// The largest file read: sysfs serves at most a page, and a database entry is a few hundred bytes.
     private static let fileLimit = 8_192
 
+    /// Where every file is read, made once per reader: ``fileLimit`` bytes is more than Swift places on the stack
+    /// (a temporary allocation over a kibibyte is a `malloc` on Linux), and a start reads two files per link on two
+    /// threads sharing netdevd's one malloc arena.
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: NetDeviceReader.fileLimit, alignment: 1)
+
     /// A reader of the database in `databaseDirectory`.
     init(databaseDirectory: String = "/run/udev/data") {
         database = open(databaseDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -33,6 +38,7 @@ final class NetDeviceReader {
 
     deinit {
         if database >= 0 { close(database) }
+        buffer.deallocate()
     }
 
     /// The network device at `syspath` (`/sys/devices/virtual/net/eth0`), or `nil` to read it with libudev.
@@ -41,7 +47,7 @@ final class NetDeviceReader {
         guard directory >= 0 else { return nil }
         defer { close(directory) }
         guard let subsystem = Self.link(directory, "subsystem"), subsystem.reversed().starts(with: "ten/ssalc/".utf8),
-            let uevent = Self.contents(of: directory, "uevent")
+            let uevent = contents(of: directory, "uevent")
         else { return nil }
         let devpath = syspath.utf8.dropFirst(syspath.utf8.starts(with: "/sys/".utf8) ? 4 : 0)
         var properties: [Property] = [
@@ -85,7 +91,7 @@ final class NetDeviceReader {
         let name = String(decoding: Self.bytes("n") + interfaceIndex, as: UTF8.self)
         let file = openat(database, name, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return errno == ENOENT ? [] : nil }
-        guard let entry = Self.read(file) else { return nil }
+        guard let entry = read(file) else { return nil }
         var properties: [Property] = []
         var tags: Set<ArraySlice<UInt8>> = []
         var currentTags: Set<ArraySlice<UInt8>> = []
@@ -141,30 +147,27 @@ final class NetDeviceReader {
     }
 
     /// The contents of the file `name` in `directory`, or `nil` if it cannot be read whole.
-    private static func contents(of directory: Int32, _ name: String) -> [UInt8]? {
+    private func contents(of directory: Int32, _ name: String) -> [UInt8]? {
         let file = openat(directory, name, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return nil }
         return read(file)
     }
 
-    /// Everything `file` holds, up to ``fileLimit`` bytes (`nil` when there is more, or a read fails); closes it.
-    /// Read on the stack and copied at its size: a start reads two files per link on two threads, and netdevd's one
-    /// malloc arena is shared by them.
-    private static func read(_ file: Int32) -> [UInt8]? {
+    /// Everything `file` holds, up to ``fileLimit`` bytes (`nil` when there is more, or a read fails), read into the
+    /// reader's buffer and copied at its size; closes it.
+    private func read(_ file: Int32) -> [UInt8]? {
         defer { close(file) }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: fileLimit) { buffer -> [UInt8]? in
-            guard let start = buffer.baseAddress else { return nil }
-            var count = 0
-            while count < buffer.count {
-                let got = Glibc.read(file, start + count, buffer.count - count)
-                if got == 0 { return Array(buffer[..<count]) }
-                if got < 0 {
-                    if errno == EINTR { continue }
-                    return nil
-                }
-                count += got
+        guard let start = buffer.baseAddress else { return nil }
+        var count = 0
+        while count < buffer.count {
+            let got = Glibc.read(file, start + count, buffer.count - count)
+            if got == 0 { return Array(UnsafeRawBufferPointer(rebasing: buffer[..<count])) }
+            if got < 0 {
+                if errno == EINTR { continue }
+                return nil
             }
-            return nil
+            count += got
         }
+        return nil
     }
 }

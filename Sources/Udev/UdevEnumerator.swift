@@ -194,15 +194,28 @@ extension UdevDevice {
 }
 
 /// `body` given the target of the symbolic link at `path` (relative to `directory`, a descriptor, or to the working
-/// directory), read into a stack buffer and not copied; `nil` when `path` is no symbolic link or cannot be read.
+/// directory), read into a buffer on the stack and not copied; `nil` when `path` is no symbolic link or cannot be read.
+/// A target of a kibibyte or more (sysfs's are a few dozen bytes) is read again into one of `PATH_MAX` bytes, on the
+/// heap: Swift places a temporary allocation over a kibibyte there on Linux, and this runs for every link at a start.
 func withSymbolicLinkTarget<Result>(
     _ path: String, in directory: Int32 = AT_FDCWD, _ body: (UnsafeBufferPointer<UInt8>) -> Result
 ) -> Result? {
-    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
-        guard let start = buffer.baseAddress else { return nil }
-        let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+    func read(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
+        guard let start = buffer.baseAddress else { return -1 }
+        return start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
             readlinkat(directory, path, $0, buffer.count)
         }
+    }
+    let short = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1_024) { buffer -> Result?? in
+        let count = read(into: buffer)
+        guard count > 0 else { return .some(nil) }
+        // A target that fills the buffer may be longer: read again below.
+        guard count < buffer.count else { return .none }
+        return .some(body(UnsafeBufferPointer(rebasing: buffer[..<count])))
+    }
+    if let short { return short }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
+        let count = read(into: buffer)
         return count > 0 && count < buffer.count ? body(UnsafeBufferPointer(rebasing: buffer[..<count])) : nil
     }
 }

@@ -91,4 +91,28 @@ struct NetDeviceReaderTests {
         try FileManager.default.createDirectory(atPath: tree.database + "/n4", withIntermediateDirectories: true)
         #expect(reader.device(at: stored) == nil)
     }
+
+    @Test(
+        "one reader reads device after device: a long file leaves nothing in the next; a link over a kibibyte is read")
+    func readsInTurn() throws {
+        let tree = try Tree()
+        let reader = NetDeviceReader(databaseDirectory: tree.database)
+        let filler = String(repeating: "x", count: 7_000)
+        let long = try tree.device("long0", uevent: "INTERFACE=long0\nIFINDEX=5\nX=\(filler)\n")
+        let short = try tree.device("short0", uevent: "INTERFACE=short0\nIFINDEX=6\n")
+        // A driver link whose target is longer than the first buffer a target is read into.
+        let deep = "../../../../bus/platform/" + String(repeating: "drivers/../", count: 120) + "drivers/deep"
+        let linked = try tree.device("deep0", uevent: "INTERFACE=deep0\nIFINDEX=8\n")
+        try FileManager.default.createSymbolicLink(atPath: linked + "/driver", withDestinationPath: deep)
+        #expect(deep.utf8.count > 1_024)
+
+        #expect(reader.device(at: long)?.properties.dictionary["X"] == filler)
+        #expect(
+            reader.device(at: short)?.properties.dictionary == [
+                "DEVPATH": short, "SUBSYSTEM": "net", "INTERFACE": "short0", "IFINDEX": "6",
+            ])
+        #expect(reader.device(at: linked)?.driver == "deep")
+        #expect(withSymbolicLinkTarget(linked + "/driver") { String(decoding: $0, as: UTF8.self) } == deep)
+        #expect(withSymbolicLinkTarget(short + "/uevent") { _ in true } == nil)
+    }
 }
