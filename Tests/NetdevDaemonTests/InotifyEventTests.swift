@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import NetdevDaemon
@@ -37,5 +38,34 @@ struct InotifyEventTests {
             bytes[0..<(32 + 10)].withUnsafeBytes { Inotify.events(in: $0) } == [
                 .init(watch: 3, name: "control", mask: 0x100)
             ])
+    }
+
+    @Test(
+        "a real watch's pending events, each with a name of the longest length, are all read, a read's bytes at a time")
+    func readsEveryPendingEvent() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("inotify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fd = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(fd >= 0)
+        defer { close(fd) }
+        let watch = inotify_add_watch(fd, directory.path, UInt32(IN_CREATE))
+        try #require(watch >= 0)
+        // Each event is 16 bytes and 256 of name: ten of them are more than three reads' worth.
+        let names = (0..<10).map { index in String(repeating: "\(index)", count: 255) }
+        for name in names {
+            let file = open(directory.appendingPathComponent(name).path, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+            try #require(file >= 0)
+            close(file)
+        }
+        var events: [Inotify.Event] = []
+        var reads = 0
+        Inotify.read(fd) { bytes in
+            reads += 1
+            events += Inotify.events(in: bytes)
+        }
+        #expect(events.map(\.name) == names)
+        #expect(events.allSatisfy { $0.watch == watch && $0.mask & UInt32(IN_CREATE) != 0 })
+        #expect(reads >= 10 * (16 + 256) / Inotify.readBytes)
     }
 }

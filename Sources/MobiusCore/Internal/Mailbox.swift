@@ -5,7 +5,8 @@ public import Locking
 ///
 /// A flood of values costs one `async` per batch rather than one per value, and the backlog is kept in chunks of at
 /// most 16 KiB (``ChunkedQueue``), so memory grows by the size of the values alone and the receiving queue stays free for other work
-/// between batches. One batch is delivered at a
+/// between batches. A delivered batch's storage is kept (one chunk's, for the values posted next and a spare for those
+/// posted while the next batch is delivered), so a steady flow allocates nothing per batch. One batch is delivered at a
 /// time, so the consumer is never called concurrently, even on a concurrent queue.
 ///
 /// A mailbox starts closed to delivery: values posted before `open(deliver:)` are held and delivered first.
@@ -15,6 +16,10 @@ final class Mailbox<Value: Sendable>: Sendable {
     @usableFromInline
     struct State: Sendable {
         @usableFromInline var pending = ChunkedQueue<Value>()
+        /// Emptied storage for `pending` once the batch is taken: a batch's storage that could not go back to
+        /// `pending` (values were posted while it was delivered) waits here, so that posts during the next batch
+        /// fill storage already made instead of growing a new queue from one value.
+        @usableFromInline var spare = ChunkedQueue<Value>()
         @usableFromInline var deliver: (@Sendable (Value) -> Void)?
         @usableFromInline var scheduled = false
         @usableFromInline var closed = false
@@ -70,6 +75,7 @@ final class Mailbox<Value: Sendable>: Sendable {
         state.withLock { state in
             state.closed = true
             state.pending = ChunkedQueue()
+            state.spare = ChunkedQueue()
             state.deliver = nil
         }
     }
@@ -92,6 +98,7 @@ final class Mailbox<Value: Sendable>: Sendable {
                     state.scheduled = false
                     return nil
                 }
+                swap(&batch, &state.spare)
                 swap(&batch, &state.pending)
                 return deliver
             }
@@ -106,6 +113,8 @@ final class Mailbox<Value: Sendable>: Sendable {
             let again = state.withLock { state -> Bool in
                 if !state.closed && state.pending.isEmpty && !state.pending.hasStorage {
                     swap(&state.pending, &batch)
+                } else if !state.closed && !state.spare.hasStorage {
+                    swap(&state.spare, &batch)
                 }
                 guard !state.closed, !state.pending.isEmpty else {
                     state.scheduled = false
