@@ -200,22 +200,15 @@ extension UdevDevice {
 func withSymbolicLinkTarget<Result>(
     _ path: String, in directory: Int32 = AT_FDCWD, _ body: (UnsafeBufferPointer<UInt8>) -> Result
 ) -> Result? {
-    func read(into buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
-        guard let start = buffer.baseAddress else { return -1 }
-        return start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+    // `nil` when the target filled `buffer` (it may be longer); `.some(nil)` when there is no target to read.
+    func target(in buffer: UnsafeMutableBufferPointer<UInt8>) -> Result?? {
+        guard let start = buffer.baseAddress else { return .some(nil) }
+        let count = start.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
             readlinkat(directory, path, $0, buffer.count)
         }
+        guard count < buffer.count else { return nil }
+        return .some(count > 0 ? body(UnsafeBufferPointer(rebasing: buffer[..<count])) : nil)
     }
-    let short = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1_024) { buffer -> Result?? in
-        let count = read(into: buffer)
-        guard count > 0 else { return .some(nil) }
-        // A target that fills the buffer may be longer: read again below.
-        guard count < buffer.count else { return .none }
-        return .some(body(UnsafeBufferPointer(rebasing: buffer[..<count])))
-    }
-    if let short { return short }
-    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
-        let count = read(into: buffer)
-        return count > 0 && count < buffer.count ? body(UnsafeBufferPointer(rebasing: buffer[..<count])) : nil
-    }
+    if let short = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 1_024, target) { return short }
+    return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX), target) ?? nil
 }
